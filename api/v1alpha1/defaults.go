@@ -1,0 +1,128 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Defaults the API applies. The CRD schema applies the ones it can express; the
+// defaulting webhook applies all of them through Default, so objects look the same
+// whichever path they took.
+const (
+	DefaultReplicas                = 1
+	DefaultProgressDeadlineSeconds = 600
+	DefaultRevisionHistoryLimit    = 10
+	DefaultScalingGroupMinAvail    = 1
+)
+
+var (
+	// DefaultMaxUnavailable is the maxUnavailable of every level when unset.
+	DefaultMaxUnavailable = intstr.FromInt32(1)
+	// DefaultMaxSurge is the maxSurge of every level when unset.
+	DefaultMaxSurge = intstr.FromInt32(0)
+)
+
+// Default fills in every unset field of a PodCliqueSet that has a default and
+// rewrites the RollingRecreate synonym to RollingUpdate. It never fails: invalid
+// values are left for validation to report.
+func (p *PodCliqueSet) Default() {
+	s := &p.Spec
+	if s.Replicas == nil {
+		s.Replicas = ptrTo[int32](DefaultReplicas)
+	}
+	if s.ProgressDeadlineSeconds == nil {
+		s.ProgressDeadlineSeconds = ptrTo[int32](DefaultProgressDeadlineSeconds)
+	}
+	if s.RevisionHistoryLimit == nil {
+		s.RevisionHistoryLimit = ptrTo[int32](DefaultRevisionHistoryLimit)
+	}
+	switch s.UpdateStrategy.Type {
+	case "", RollingRecreateStrategyType:
+		s.UpdateStrategy.Type = RollingUpdateStrategyType
+	case ReplicaRecreateStrategyType:
+		// Only ReplicaRecreate uses PodCliqueSet-level limits; elsewhere they are
+		// rejected, so defaulting them would turn a valid object invalid.
+		ru := s.UpdateStrategy.RollingUpdate
+		if ru == nil {
+			ru = &PodCliqueSetRollingUpdate{}
+			s.UpdateStrategy.RollingUpdate = ru
+		}
+		ru.MaxUnavailable, ru.MaxSurge = defaultLimits(ru.MaxUnavailable, ru.MaxSurge)
+	}
+	for i := range s.Template.Cliques {
+		c := &s.Template.Cliques[i]
+		if c.MinAvailable == nil && c.Replicas > 0 {
+			c.MinAvailable = ptrTo(c.Replicas)
+		}
+		if c.UpdateStrategy != nil {
+			c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge = defaultLimits(c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge)
+		}
+	}
+	for i := range s.Template.PodCliqueScalingGroups {
+		g := &s.Template.PodCliqueScalingGroups[i]
+		if g.MinAvailable == nil && g.Replicas > 0 {
+			g.MinAvailable = ptrTo[int32](DefaultScalingGroupMinAvail)
+		}
+		if g.UpdateStrategy != nil {
+			g.UpdateStrategy.MaxUnavailable, g.UpdateStrategy.MaxSurge = defaultLimits(g.UpdateStrategy.MaxUnavailable, g.UpdateStrategy.MaxSurge)
+		}
+	}
+}
+
+// defaultLimits fills the unset half of a maxUnavailable/maxSurge pair.
+func defaultLimits(maxUnavailable, maxSurge *intstr.IntOrString) (*intstr.IntOrString, *intstr.IntOrString) {
+	if maxUnavailable == nil {
+		maxUnavailable = ptrTo(DefaultMaxUnavailable)
+	}
+	if maxSurge == nil {
+		maxSurge = ptrTo(DefaultMaxSurge)
+	}
+	return maxUnavailable, maxSurge
+}
+
+// IsRollingUpdate reports whether t means RollingUpdate (including its synonym and
+// the empty default).
+func (t UpdateStrategyType) IsRollingUpdate() bool {
+	return t == "" || t == RollingUpdateStrategyType || t == RollingRecreateStrategyType
+}
+
+// ScalingGroupOf returns the scaling group that holds the named clique, or nil for
+// a standalone clique.
+func (t *PodCliqueSetTemplateSpec) ScalingGroupOf(clique string) *PodCliqueScalingGroupConfig {
+	for i := range t.PodCliqueScalingGroups {
+		for _, n := range t.PodCliqueScalingGroups[i].CliqueNames {
+			if n == clique {
+				return &t.PodCliqueScalingGroups[i]
+			}
+		}
+	}
+	return nil
+}
+
+// Clique returns the clique with the given name, or nil.
+func (t *PodCliqueSetTemplateSpec) Clique(name string) *PodCliqueTemplateSpec {
+	for i := range t.Cliques {
+		if t.Cliques[i].Name == name {
+			return &t.Cliques[i]
+		}
+	}
+	return nil
+}
+
+// EffectiveMinAvailable is minAvailable with its default (replicas) applied.
+func (c *PodCliqueTemplateSpec) EffectiveMinAvailable() int32 {
+	if c.MinAvailable == nil {
+		return c.Replicas
+	}
+	return *c.MinAvailable
+}
+
+// EffectiveMinAvailable is minAvailable with its default (1, at most replicas)
+// applied.
+func (g *PodCliqueScalingGroupConfig) EffectiveMinAvailable() int32 {
+	if g.MinAvailable == nil {
+		return min(DefaultScalingGroupMinAvail, g.Replicas)
+	}
+	return *g.MinAvailable
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,30 @@
+package v1alpha1
+
+// Labels the operator puts on every object it creates. Indices and revisions are
+// written once, at creation, and read back as data; nothing parses object names.
+const (
+	// LabelManagedBy is the standard app.kubernetes.io/managed-by label.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on Lockstep's objects.
+	ManagedByValue = "lockstep"
+
+	// LabelPodCliqueSet names the PodCliqueSet an object belongs to.
+	LabelPodCliqueSet = "lockstep.dev/podcliqueset"
+	// LabelPodCliqueSetReplicaIndex is the index of the PodCliqueSet replica.
+	LabelPodCliqueSetReplicaIndex = "lockstep.dev/podcliqueset-replica-index"
+	// LabelClique is the name of the clique in the PodCliqueSet template.
+	LabelClique = "lockstep.dev/clique"
+	// LabelPodCliqueScalingGroup names the scaling group (template name) of an object in a group.
+	LabelPodCliqueScalingGroup = "lockstep.dev/podcliquescalinggroup"
+	// LabelPodCliqueScalingGroupReplicaIndex is the index of the scaling-group replica.
+	LabelPodCliqueScalingGroupReplicaIndex = "lockstep.dev/podcliquescalinggroup-replica-index"
+	// LabelPodIndex is the stable index of a pod inside its PodClique.
+	LabelPodIndex = "lockstep.dev/pod-index"
+	// LabelPodCliqueSetRevision is the PodCliqueSet revision (ControllerRevision name)
+	// the object was made from.
+	LabelPodCliqueSetRevision = "lockstep.dev/podcliqueset-revision"
+	// LabelTemplateHash is the hash of the pod template (pods) or group template
+	// (scaling-group replicas) an object was made from; "updated" means it matches
+	// the owner's current template.
+	LabelTemplateHash = "lockstep.dev/template-hash"
+)

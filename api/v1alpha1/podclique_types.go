@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodCliqueSpec is the desired state of a PodClique. The operator writes it from
+// the owning PodCliqueSet (or scaling group); users read it, and may scale it
+// through /scale.
+// +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || self.minAvailable <= self.replicas",message="minAvailable must not exceed replicas"
+type PodCliqueSpec struct {
+	// Replicas is the number of pods, surge excluded.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+
+	// MinAvailable is the gang minimum and the availability floor.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+
+	// MinReadySeconds is how long a pod must be ready before it counts as
+	// available.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// Revision is the PodCliqueSet revision the template was taken from; new pods
+	// carry it in the lockstep.dev/podcliqueset-revision label.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// UpdateStrategy says how pods move to the template and how far they may go now.
+	// +optional
+	UpdateStrategy ChildUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Template is the pod template pods are updated to.
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// PodCliqueStatus is the observed state of a PodClique.
+type PodCliqueStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Replicas is the number of pods that exist and are not terminating, surge
+	// included.
+	Replicas int32 `json:"replicas"`
+	// ScheduledReplicas counts pods bound to a node.
+	// +optional
+	ScheduledReplicas int32 `json:"scheduledReplicas,omitempty"`
+	// ReadyReplicas counts ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// AvailableReplicas counts pods ready for at least minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// UpdatedReplicas counts pods made from the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// UpdatedReadyReplicas counts pods made from the current template that are
+	// ready; role steps are gated on it.
+	// +optional
+	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas,omitempty"`
+	// CurrentRevision is the template hash all pods had when the last update ended.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// UpdateRevision is the hash of spec.template.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// Selector selects this clique's pods, for the /scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// Conditions: Available, Progressing, GangScheduled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// UpdateProgress describes the current or last update of the pods.
+	// +optional
+	UpdateProgress *PodCliqueUpdateProgress `json:"updateProgress,omitempty"`
+}
+
+// PodCliqueUpdateProgress is the progress of a PodClique's pods towards its template.
+type PodCliqueUpdateProgress struct {
+	// UpdateStartedAt is when the current template was first seen.
+	// +optional
+	UpdateStartedAt *metav1.Time `json:"updateStartedAt,omitempty"`
+	// UpdateEndedAt is when every pod ran the current template (with OnDelete: when
+	// the template was taken over).
+	// +optional
+	UpdateEndedAt *metav1.Time `json:"updateEndedAt,omitempty"`
+	// PodsSelectedToUpdate are the pods being replaced now (bounded by
+	// maxUnavailable and maxSurge).
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	PodsSelectedToUpdate []string `json:"podsSelectedToUpdate,omitempty"`
+}
+
+// PodClique is one role of one PodCliqueSet replica (or of one scaling-group
+// replica): a set of pods with stable indices and hostnames. Created by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=pclq,categories=lockstep
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
+// +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.updateStrategy.type`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodClique struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PodCliqueSpec   `json:"spec,omitempty"`
+	Status PodCliqueStatus `json:"status,omitempty"`
+}
+
+// PodCliqueList is a list of PodCliques.
+// +kubebuilder:object:root=true
+type PodCliqueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodClique `json:"items"`
+}

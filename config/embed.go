@@ -1,0 +1,16 @@
+// Package config carries the generated manifests (CRDs, webhook configurations)
+// inside the binary, so the operator's dev mode and the tests use exactly the
+// files `make generate` writes.
+package config
+
+import "embed"
+
+// CRDs holds crd/bases/*.yaml.
+//
+//go:embed crd/bases/*.yaml
+var CRDs embed.FS
+
+// WebhookManifests is webhook/manifests.yaml.
+//
+//go:embed webhook/manifests.yaml
+var WebhookManifests []byte

@@ -1,0 +1,58 @@
+// Package naming is the one place that builds the names of the objects Lockstep
+// creates. Indices go into names only to make them readable and stable; code reads
+// indices back from labels, never by parsing a name.
+package naming
+
+import (
+	"strconv"
+)
+
+// MaxRevisionHashLen is the longest hash a revision name carries.
+const MaxRevisionHashLen = 10
+
+// PodClique is the name of a standalone clique of one PodCliqueSet replica.
+func PodClique(pcs string, replica int, clique string) string {
+	return join(pcs, strconv.Itoa(replica), clique)
+}
+
+// ScalingGroup is the name of a scaling group of one PodCliqueSet replica.
+func ScalingGroup(pcs string, replica int, group string) string {
+	return join(pcs, strconv.Itoa(replica), group)
+}
+
+// GroupPodClique is the name of a clique of one scaling-group replica.
+func GroupPodClique(scalingGroup string, groupReplica int, clique string) string {
+	return join(scalingGroup, strconv.Itoa(groupReplica), clique)
+}
+
+// Pod is the name and hostname of the pod with the given index in a PodClique.
+// Names are stable: a replacement reuses its index and so its name.
+func Pod(podClique string, index int) string {
+	return join(podClique, strconv.Itoa(index))
+}
+
+// HeadlessService is the Service that gives the pods of one PodCliqueSet replica
+// their DNS names; pods use it as their subdomain.
+func HeadlessService(pcs string, replica int) string {
+	return join(pcs, strconv.Itoa(replica))
+}
+
+// Revision is the name of the ControllerRevision of a PodCliqueSet template.
+func Revision(pcs, hash string) string {
+	return join(pcs, hash)
+}
+
+func join(parts ...string) string {
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, '-')
+		}
+		b = append(b, p...)
+	}
+	return string(b)
+}
