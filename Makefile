@@ -108,7 +108,7 @@ test-unit: $(KUBE_BINS) $(ETCD) ## Unit and envtest integration tests (real kube
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: $(TOOLS) ## End-to-end tests on a throwaway kwok cluster with the real scheduler.
+test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## End-to-end tests on a throwaway kwok cluster with the real scheduler.
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 ##@ Local cluster

@@ -1,0 +1,194 @@
+//go:build e2e
+
+// Package cluster starts and stops throw-away local clusters for the
+// end-to-end tests. It drives the same scripts as `make dev-up` (hack/dev), so
+// the tests exercise exactly the cluster developers use: a real kube-apiserver,
+// kube-scheduler (with native gang scheduling) and kube-controller-manager, and
+// GPU nodes simulated by kwok.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Env variables read by this package.
+const (
+	// EnvBin names the directory holding the pinned binaries (make sets it).
+	EnvBin = "LOCKSTEP_BIN"
+	// EnvKeep, when "1", leaves the cluster running after the tests.
+	EnvKeep = "LOCKSTEP_E2E_KEEP"
+)
+
+// Options describe the cluster to start. Zero values take the defaults of
+// hack/dev/up.sh, except Name and DevDir which are required.
+type Options struct {
+	// Name is the kwokctl cluster name; keep it distinct from the dev cluster.
+	Name string
+	// DevDir holds the cluster's state and kubeconfig; a relative path is
+	// taken from the repository root.
+	DevDir string
+	// Nodes is the number of simulated GPU nodes to start with.
+	Nodes int
+	// GPUsPerNode is the nvidia.com/gpu capacity of each node.
+	GPUsPerNode int
+	// ReadyDelay and ReadyJitter: a bound pod turns Ready after ReadyDelay
+	// plus a random extra of at most ReadyJitter. Zero jitter is exact.
+	ReadyDelay, ReadyJitter time.Duration
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Options
+	// Bin is the directory of the pinned binaries.
+	Bin string
+	// Kubeconfig is the path of the cluster's admin kubeconfig.
+	Kubeconfig string
+	// RESTConfig and Client talk to the cluster as admin.
+	RESTConfig *rest.Config
+	Client     client.Client
+	// Scheme knows the built-in types, scheduling.k8s.io/v1alpha2 included.
+	Scheme *runtime.Scheme
+
+	scripts string
+}
+
+// Start deletes any leftover cluster of the same name and starts a fresh one.
+// It fails, rather than skipping, when the binaries are missing: CI must not
+// pass by running nothing.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Name == "" || opts.DevDir == "" {
+		return nil, errors.New("cluster: Name and DevDir are required")
+	}
+	bin := os.Getenv(EnvBin)
+	if bin == "" {
+		return nil, fmt.Errorf("%s is not set: run the e2e tests with 'make test-e2e' (or set it to the absolute bin/ directory)", EnvBin)
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			return nil, fmt.Errorf("%s: %w (run 'make tools')", EnvBin, err)
+		}
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	devDir := opts.DevDir
+	if !filepath.IsAbs(devDir) {
+		devDir = filepath.Join(root, devDir)
+	}
+	opts.DevDir = devDir
+
+	c := &Cluster{
+		Options:    opts,
+		Bin:        bin,
+		Kubeconfig: filepath.Join(devDir, "kubeconfig"),
+		scripts:    filepath.Join(root, "hack", "dev"),
+	}
+	// A cluster kept by an earlier run may hold pods and nodes the tests do not
+	// expect; always begin from nothing.
+	if err := c.run(ctx, "down.sh"); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "up.sh"); err != nil {
+		return nil, err
+	}
+
+	c.RESTConfig, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", c.Kubeconfig, err)
+	}
+	// The tests create and poll many objects; client-side throttling would
+	// only add noise to their timings.
+	c.RESTConfig.QPS, c.RESTConfig.Burst = 200, 400
+	c.Scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {
+		return nil, err
+	}
+	c.Client, err = client.New(c.RESTConfig, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SetNodes makes the cluster have exactly n simulated GPU nodes
+// (gpu-node-0 .. gpu-node-<n-1>) and waits for them to be Ready.
+func (c *Cluster) SetNodes(ctx context.Context, n int) error {
+	return c.run(ctx, "nodes.sh", strconv.Itoa(n))
+}
+
+// Stop deletes the cluster unless LOCKSTEP_E2E_KEEP=1.
+func (c *Cluster) Stop(ctx context.Context) error {
+	if Keep() {
+		fmt.Fprintf(os.Stderr, "%s=1: leaving cluster %q running; KUBECONFIG=%s\n", EnvKeep, c.Name, c.Kubeconfig)
+		return nil
+	}
+	return c.run(ctx, "down.sh")
+}
+
+// Keep reports whether the cluster should outlive the tests.
+func Keep() bool { return os.Getenv(EnvKeep) == "1" }
+
+// run runs a hack/dev script for this cluster, its progress going to stderr.
+func (c *Cluster) run(ctx context.Context, script string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.scripts, script), args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"BIN="+c.Bin,
+		"DEV="+c.DevDir,
+		"LOCKSTEP_CLUSTER="+c.Name,
+	)
+	if c.Nodes > 0 {
+		cmd.Env = append(cmd.Env, "NODES="+strconv.Itoa(c.Nodes))
+	}
+	if c.GPUsPerNode > 0 {
+		cmd.Env = append(cmd.Env, "GPUS_PER_NODE="+strconv.Itoa(c.GPUsPerNode))
+	}
+	if c.ReadyDelay > 0 || c.ReadyJitter > 0 {
+		// up.sh takes whole milliseconds ("1m0s" is not one of its formats).
+		cmd.Env = append(cmd.Env,
+			fmt.Sprintf("READY_DELAY=%dms", c.ReadyDelay.Milliseconds()),
+			fmt.Sprintf("READY_JITTER=%dms", c.ReadyJitter.Milliseconds()),
+		)
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/dev/%s: %w", script, err)
+	}
+	return nil
+}
+
+// repoRoot finds the module root from the working directory, which `go test`
+// sets to the package directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cluster: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
