@@ -55,7 +55,7 @@ type PodCliqueSetRollingUpdate struct {
 	// down. Only with type ReplicaRecreate, where it defaults to 1. It may not
 	// exceed spec.replicas, and it may be 0 only when maxSurge is not.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="must be a non-negative integer or a percentage between 0% and 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
@@ -66,7 +66,7 @@ type PodCliqueSetRollingUpdate struct {
 	// upwards and are removed once the replicas below them run the new revision.
 	// Only with type ReplicaRecreate, where it defaults to 0.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage"
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
@@ -105,7 +105,7 @@ type RoleUpgradeStep struct {
 	// percentage in (0%, 100%] of the role's replicas, rounded up. It may not
 	// decrease between steps of the same role.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9]|[1-9][0-9]|100)%$')",message="must be an integer of at least 1 or a percentage in (0%, 100%]"
 	UpdateTo intstr.IntOrString `json:"updateTo"`
 }
@@ -119,7 +119,7 @@ type ComponentUpdateStrategy struct {
 	// integer, or a percentage of the component's replicas rounded down. It may not
 	// exceed replicas. Defaults to 1.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="must be a non-negative integer or a percentage between 0% and 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
@@ -129,7 +129,7 @@ type ComponentUpdateStrategy struct {
 	// from replicas upwards and are removed at the end, so the update ends with
 	// indices 0..replicas-1. Defaults to 0.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage"
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
@@ -147,13 +147,13 @@ type ChildUpdateStrategy struct {
 
 	// MaxUnavailable: see ComponentUpdateStrategy. Defaults to 1.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// MaxSurge: see ComponentUpdateStrategy. Defaults to 0.
 	// +kubebuilder:validation:XIntOrString
-// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:MaxLength=5
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 
