@@ -473,6 +473,15 @@ func (v *pcsValidator) warnUnavailableSingleReplica(replicas int32) {
 			v.warn("spec.template.podCliqueScalingGroups[%d].updateStrategy.maxSurge creates %d extra replica(s) of scaling group %q, each %d pods%s, as a gang of its own: the cluster needs room for them or the rollout stalls", i, s, g.Name, pods, res)
 		}
 	}
+	for i := range t.Cliques {
+		c := &t.Cliques[i]
+		if t.ScalingGroupOf(c.Name) != nil {
+			continue
+		}
+		if s := v.componentSurge(c.UpdateStrategy, c.Replicas); s > 0 && podGPUs(&c.Template) > 0 {
+			v.warn("spec.template.cliques[%d].updateStrategy.maxSurge adds %d pod(s) of clique %q, %d nvidia.com/gpu each, to its gang during updates: if they cannot be placed the update stalls", i, s, c.Name, podGPUs(&c.Template))
+		}
+	}
 	if replicas != 1 || !v.pcs.Spec.UpdateStrategy.Type.IsRollingUpdate() {
 		return
 	}

@@ -355,6 +355,10 @@ func TestValidatePodCliqueSet_Warnings(t *testing.T) {
 			p.Spec.Template.Cliques[3].Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: mustQty("4")}
 			p.Spec.Template.PodCliqueScalingGroups[1].UpdateStrategy = &v1alpha1.ComponentUpdateStrategy{MaxUnavailable: ios("0"), MaxSurge: ios("1")}
 		}, want: `scaling group "decode", each 3 pods requesting 4 nvidia.com/gpu`},
+		{name: "clique surge of GPU pods joins the gang", mutate: func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: mustQty("2")}
+			p.Spec.Template.Cliques[0].UpdateStrategy = &v1alpha1.ComponentUpdateStrategy{MaxUnavailable: ios("0"), MaxSurge: ios("34%")}
+		}, want: `adds 2 pod(s) of clique "frontend", 2 nvidia.com/gpu each`}, // 34% of 3 rounds up to 2
 		{name: "ReplicaRecreate surge adds whole replicas", mutate: func(p *v1alpha1.PodCliqueSet) {
 			withType(v1alpha1.ReplicaRecreateStrategyType)(p)
 			pcsLimits("0", "1")(p)
