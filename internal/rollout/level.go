@@ -1,0 +1,586 @@
+package rollout
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// LevelStrategy is how one level replaces units whose revision is outdated.
+type LevelStrategy string
+
+const (
+	// LevelRollingUpdate deletes and recreates outdated units within the level's
+	// maxSurge and maxUnavailable.
+	LevelRollingUpdate LevelStrategy = "RollingUpdate"
+	// LevelOnDelete never deletes a unit for an update; units created for any other
+	// reason use the update revision.
+	LevelOnDelete LevelStrategy = "OnDelete"
+)
+
+// UpdateOrder is the order in which outdated units are picked for an update.
+type UpdateOrder int
+
+const (
+	// OldestFirst picks the unit created earliest, then the lowest index. Pods of a
+	// standalone PodClique use it.
+	OldestFirst UpdateOrder = iota
+	// LowestIndexFirst picks the lowest index. Scaling-group and PCS replicas use it.
+	LowestIndexFirst
+)
+
+// ScaleInOrder is the order in which units above the desired count are removed.
+type ScaleInOrder int
+
+const (
+	// OutdatedFirst removes units on an outdated revision first, then unavailable
+	// ones, then the highest index. Standalone PodCliques use it.
+	OutdatedFirst ScaleInOrder = iota
+	// HighestIndexFirst removes the highest index first so that no hole opens below
+	// the desired count. Scaling groups and PCS replicas use it.
+	HighestIndexFirst
+)
+
+// DeleteReason says why the planner deletes a unit.
+type DeleteReason string
+
+const (
+	// ReasonUpdate deletes an available outdated unit, spending the unavailability budget.
+	ReasonUpdate DeleteReason = "update"
+	// ReasonReplaceFailed deletes an outdated unit that is already unavailable; it
+	// spends no budget, which keeps broken old units from deadlocking a rollout.
+	ReasonReplaceFailed DeleteReason = "replace-failed"
+	// ReasonScaleIn deletes a unit above the desired count.
+	ReasonScaleIn DeleteReason = "scale-in"
+	// ReasonSurgeCleanup deletes a surge unit that is no longer needed.
+	ReasonSurgeCleanup DeleteReason = "surge-cleanup"
+)
+
+// Unit is one observed unit of a level.
+type Unit struct {
+	// Index is the unit's stable ordinal (pod index, replica index).
+	Index int32
+	// Revision is the template revision the unit was created from.
+	Revision string
+	// Surge is true when the unit was created as a surge unit (kept as a label).
+	Surge bool
+	// Scheduled, Ready and Available describe its health; Available already
+	// includes minReadySeconds (see PodAvailable).
+	Scheduled, Ready, Available bool
+	// Terminating units still count toward the unit total and occupy their index.
+	Terminating bool
+	CreatedAt   time.Time
+	ReadySince  time.Time
+}
+
+// Policy is everything one level needs to decide its next actions.
+type Policy struct {
+	Type     LevelStrategy
+	Replicas int32
+	// MaxUnavailable and MaxSurge are resolved against Replicas by ResolveFenceposts.
+	// Their zero values mean maxUnavailable=1, maxSurge=0, the default strategy.
+	MaxUnavailable, MaxSurge intstr.IntOrString
+	// UpdateRevision is the revision the level is moving to.
+	UpdateRevision string
+	// CurrentRevision is the revision a unit is recreated at while it may not
+	// update (below Partition or with MaxUpdated reached). Empty means UpdateRevision.
+	CurrentRevision string
+	// MaxUpdated caps how many units in [0, Replicas) may be at UpdateRevision now;
+	// nil means no cap. The parent sets it for role steps and freezes it on pause.
+	MaxUpdated *int32
+	// Partition keeps units with Index < Partition on their revision.
+	Partition   int32
+	UpdateOrder UpdateOrder
+	ScaleIn     ScaleInOrder
+}
+
+// Create asks for a unit to be created.
+type Create struct {
+	Index    int32
+	Revision string
+	Surge    bool
+}
+
+// Delete asks for a unit to be deleted.
+type Delete struct {
+	Index  int32
+	Reason DeleteReason
+}
+
+// LevelStatus is the status of one level, computed from the units observed.
+type LevelStatus struct {
+	// Replicas counts live (not terminating) units, surge units included.
+	Replicas          int32
+	ReadyReplicas     int32
+	AvailableReplicas int32
+	// UpdatedReplicas and UpdatedReadyReplicas count live units at the update
+	// revision with Index < Replicas: the units that stay when the update ends.
+	// Surge units are left out so that role steps measure real progress.
+	UpdatedReplicas      int32
+	UpdatedReadyReplicas int32
+	// SurgeReplicas counts live units with Index >= Replicas.
+	SurgeReplicas int32
+	// SelectedToUpdate are the indices this plan deletes to update them.
+	SelectedToUpdate []int32
+	// Complete is true when exactly [0, Replicas) exists, all at the update revision.
+	Complete bool
+}
+
+// LevelPlan is the answer of PlanLevel. Creates and Deletes are sorted by index.
+type LevelPlan struct {
+	Creates []Create
+	Deletes []Delete
+	Status  LevelStatus
+}
+
+// unbounded stands for "no cap" in room arithmetic.
+const unbounded = int64(1) << 40
+
+// PlanLevel decides the next creates and deletes of one level.
+//
+// The rules, in the order they are applied:
+//   - Holes in [0, Replicas) are filled lowest index first while the unit total
+//     (terminating units included) stays within Replicas+maxSurge.
+//   - While outdated units remain that may update, up to maxSurge surge units are
+//     created at the lowest free indices >= Replicas, at the update revision.
+//   - Outdated units that are already unavailable are deleted without spending the
+//     unavailability budget (replace-failed).
+//   - Units at indices >= Replicas beyond the surge still wanted are removed
+//     (surge-cleanup or scale-in), then available outdated units are deleted in
+//     update order (update); both only while available units stay >= Replicas-maxUnavailable.
+//
+// Partition and MaxUpdated decide which outdated units may update at all and at
+// which revision a hole is refilled; a refill never takes the level past the cap.
+// Terminating units count toward the total and keep their index until they go.
+//
+// With the seed's replicas=3, maxSurge=1, maxUnavailable=0 this yields: create surge
+// 3; when it is available delete 0; when 0 is gone refill it (a hole below Replicas
+// beats a new surge index); ...; when 2 is available again delete surge 3.
+func PlanLevel(p Policy, units []Unit) (LevelPlan, error) {
+	fp, err := ResolveFenceposts(p.MaxSurge, p.MaxUnavailable, p.Replicas)
+	if err != nil {
+		return LevelPlan{}, err
+	}
+	if p.Type == LevelOnDelete {
+		fp.MaxSurge = 0
+	}
+	if p.CurrentRevision == "" {
+		p.CurrentRevision = p.UpdateRevision
+	}
+	v := observeLevel(p, fp, units, true)
+	var plan LevelPlan
+	plan.Creates = v.creates()
+	plan.Deletes = v.deletes()
+	plan.Status = v.status(plan.Deletes)
+	return plan, nil
+}
+
+// levelView holds what PlanLevel derives from the units in one pass: counts and
+// the positions of the units each rule may pick from.
+type levelView struct {
+	p     Policy
+	fp    Fenceposts
+	units []Unit
+	// occupied[i] says whether index i holds a unit, terminating or not. Indices
+	// beyond its length cannot influence a lowest-free-index search.
+	occupied []bool
+
+	total, live, ready, available       int32
+	updatedRegular, updatedReadyRegular int32
+	// vacancies counts updatable indices in [Partition, Replicas) that are empty or
+	// terminating: each will be refilled and may use the cap.
+	vacancies int32
+
+	// positions in units of: live outdated units that may update, unavailable ones
+	// (failed) and available ones (healthy); live units at indices >= Replicas.
+	failed, healthy, misplaced []int32
+}
+
+func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) levelView {
+	v := levelView{p: p, fp: fp, units: units}
+	if withOccupancy {
+		v.occupied = make([]bool, int(max(p.Replicas, 0))+int(fp.MaxSurge)+len(units)+1)
+	}
+	liveEligible := int32(0)
+	// healthy fills a shared buffer from the front, failed from the back
+	buf := make([]int32, len(units))
+	nHealthy, nFailed := 0, 0
+	for i := range units {
+		u := &units[i]
+		if withOccupancy && u.Index >= 0 && int(u.Index) < len(v.occupied) {
+			v.occupied[u.Index] = true
+		}
+		v.total++
+		if u.Terminating {
+			continue
+		}
+		v.live++
+		if u.Ready {
+			v.ready++
+		}
+		if u.Available {
+			v.available++
+		}
+		if u.Index < 0 || u.Index >= p.Replicas {
+			v.misplaced = append(v.misplaced, int32(i))
+			continue
+		}
+		if u.Revision == p.UpdateRevision {
+			v.updatedRegular++
+			if u.Ready {
+				v.updatedReadyRegular++
+			}
+		}
+		if u.Index < p.Partition {
+			continue
+		}
+		liveEligible++
+		if u.Revision == p.UpdateRevision {
+			continue
+		}
+		if u.Available {
+			buf[nHealthy] = int32(i)
+			nHealthy++
+		} else {
+			nFailed++
+			buf[len(buf)-nFailed] = int32(i)
+		}
+	}
+	v.healthy, v.failed = buf[:nHealthy:nHealthy], buf[len(buf)-nFailed:]
+	v.vacancies = max(0, p.Replicas-max(p.Partition, 0)) - liveEligible
+	return v
+}
+
+func (v *levelView) liveMisplaced() int32    { return int32(len(v.misplaced)) }
+func (v *levelView) outdatedEligible() int32 { return int32(len(v.failed) + len(v.healthy)) }
+
+// capRoom is how many more units in [0, Replicas) may move to the update revision.
+func (v *levelView) capRoom() int64 {
+	if v.p.MaxUpdated == nil {
+		return unbounded
+	}
+	return int64(*v.p.MaxUpdated) - int64(v.updatedRegular)
+}
+
+// updateRoom is how many live outdated units may be deleted for an update now:
+// the cap minus what the vacancies will take when they are refilled.
+func (v *levelView) updateRoom() int64 {
+	return max(0, v.capRoom()-int64(v.vacancies))
+}
+
+// surgeWanted is how many surge units the rollout can use: one per outdated unit
+// still allowed to update, at most maxSurge.
+func (v *levelView) surgeWanted() int32 {
+	if v.p.Type == LevelOnDelete {
+		return 0
+	}
+	return int32(min(int64(v.fp.MaxSurge), int64(v.outdatedEligible()), v.updateRoom()))
+}
+
+func (v *levelView) maxTotal() int32 { return max(v.p.Replicas, 0) + v.fp.MaxSurge }
+
+func (v *levelView) minAvailable() int32 { return v.p.Replicas - v.fp.MaxUnavailable }
+
+func (v *levelView) creates() []Create {
+	total := v.total
+	out := make([]Create, 0, max(0, v.maxTotal()-total))
+	fillRoom := v.capRoom()
+	for i := int32(0); i < v.p.Replicas && total < v.maxTotal(); i++ {
+		if v.occupied[i] {
+			continue
+		}
+		rev := v.p.CurrentRevision
+		if i >= v.p.Partition && fillRoom > 0 {
+			rev = v.p.UpdateRevision
+			fillRoom--
+		}
+		out = append(out, Create{Index: i, Revision: rev})
+		v.occupied[i] = true
+		total++
+	}
+	need := v.surgeWanted() - v.liveMisplaced()
+	for i := max(v.p.Replicas, 0); need > 0 && total < v.maxTotal() && int(i) < len(v.occupied); i++ {
+		if v.occupied[i] {
+			continue
+		}
+		out = append(out, Create{Index: i, Revision: v.p.UpdateRevision, Surge: true})
+		v.occupied[i] = true
+		total++
+		need--
+	}
+	return out
+}
+
+// budget tracks the unavailability budget while deletes are chosen.
+type budget struct {
+	available, floor int32
+}
+
+// spend reports whether u may be deleted; deleting an unavailable unit is free.
+func (b *budget) spend(u *Unit) bool {
+	if !u.Available {
+		return true
+	}
+	if b.available-1 < b.floor {
+		return false
+	}
+	b.available--
+	return true
+}
+
+func (v *levelView) deletes() []Delete {
+	b := &budget{available: v.available, floor: v.minAvailable()}
+	var out []Delete
+	// at most: the failed within the cap, the healthy within the budget, the misplaced
+	room, slack := v.updateRoom(), int64(max(0, b.available-b.floor))
+	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)); n > 0 && v.p.Type != LevelOnDelete {
+		out = make([]Delete, 0, n)
+	}
+	if v.p.Type == LevelOnDelete {
+		out = v.scaleIn(b, out)
+	} else {
+		room := v.updateRoom()
+		failed := v.firstInOrder(v.failed, byUpdateOrder, int(room))
+		for _, i := range failed {
+			out = append(out, Delete{Index: v.units[i].Index, Reason: ReasonReplaceFailed})
+		}
+		out = v.cleanupMisplaced(b, out)
+		// every healthy candidate is available: the budget decides how many go
+		k := min(room-int64(len(failed)), int64(b.available-b.floor))
+		for _, i := range v.firstInOrder(v.healthy, byUpdateOrder, int(k)) {
+			b.spend(&v.units[i])
+			out = append(out, Delete{Index: v.units[i].Index, Reason: ReasonUpdate})
+		}
+	}
+	slices.SortFunc(out, func(a, b Delete) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
+// cleanupMisplaced removes live units at indices >= Replicas beyond the surge the
+// rollout still wants: finished surge units and units left by a scale-in.
+func (v *levelView) cleanupMisplaced(b *budget, out []Delete) []Delete {
+	excess := v.liveMisplaced() - v.surgeWanted()
+	for _, i := range v.inOrder(v.misplaced, byMisplacedOrder, int(excess)) {
+		u := &v.units[i]
+		if b.spend(u) {
+			out = append(out, Delete{Index: u.Index, Reason: misplacedReason(u)})
+		}
+	}
+	return out
+}
+
+// scaleIn removes live units above Replicas under OnDelete, in the ScaleIn order.
+func (v *levelView) scaleIn(b *budget, out []Delete) []Delete {
+	excess := v.live - v.p.Replicas
+	if excess <= 0 {
+		return out
+	}
+	live := make([]int32, 0, v.live)
+	for i := range v.units {
+		if !v.units[i].Terminating {
+			live = append(live, int32(i))
+		}
+	}
+	for _, i := range v.inOrder(live, byScaleInOrder, int(excess)) {
+		u := &v.units[i]
+		if b.spend(u) {
+			out = append(out, Delete{Index: u.Index, Reason: misplacedReason(u)})
+		}
+	}
+	return out
+}
+
+func misplacedReason(u *Unit) DeleteReason {
+	if u.Surge {
+		return ReasonSurgeCleanup
+	}
+	return ReasonScaleIn
+}
+
+// orderKey ranks units; smaller goes first. Keys are unique because the last
+// field always involves the index.
+type orderKey [3]int64
+
+func (a orderKey) compare(b orderKey) int {
+	for i := range a {
+		if c := cmp.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// updateKey orders outdated units for an update: oldest first, or lowest index.
+func (v *levelView) updateKey(u *Unit) orderKey {
+	if v.p.UpdateOrder == OldestFirst {
+		return orderKey{u.CreatedAt.Unix(), int64(u.CreatedAt.Nanosecond()), int64(u.Index)}
+	}
+	return orderKey{int64(u.Index)}
+}
+
+// misplacedKey orders units at indices >= Replicas for removal. They all have to
+// go, so unavailable ones go first (free), then the ScaleIn order.
+func (v *levelView) misplacedKey(u *Unit) orderKey {
+	k := v.scaleInKey(u)
+	k[0] += 4 * b2i64(u.Available)
+	return k
+}
+
+// scaleInKey: OutdatedFirst ranks outdated, then unavailable, then the highest
+// index; HighestIndexFirst ranks by index alone.
+func (v *levelView) scaleInKey(u *Unit) orderKey {
+	if v.p.ScaleIn == HighestIndexFirst {
+		return orderKey{0, 0, -int64(u.Index)}
+	}
+	return orderKey{2*b2i64(u.Revision == v.p.UpdateRevision) + b2i64(u.Available), 0, -int64(u.Index)}
+}
+
+func b2i64(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// inOrder returns the k positions of pos that come first by key, in that order.
+// Victims of a scale-in are spent against the budget one by one, so their order
+// matters; there are few of them.
+func (v *levelView) inOrder(pos []int32, order keyOrder, k int) []int32 {
+	if k <= 0 || len(pos) == 0 {
+		return nil
+	}
+	keyed := v.keyed(pos, order)
+	slices.SortFunc(keyed, func(a, b keyedPos) int { return a.key.compare(b.key) })
+	out := make([]int32, min(k, len(keyed)))
+	for i := range out {
+		out[i] = keyed[i].pos
+	}
+	return out
+}
+
+// firstInOrder returns the k positions of pos that come first by key, as a set:
+// update candidates all cost the same budget, so a linear-time selection is
+// enough and no full sort of thousands of pods is needed.
+func (v *levelView) firstInOrder(pos []int32, order keyOrder, k int) []int32 {
+	if k <= 0 || len(pos) == 0 {
+		return nil
+	}
+	if k >= len(pos) {
+		return pos
+	}
+	keyed := v.keyed(pos, order)
+	selectSmallest(keyed, k)
+	out := make([]int32, k)
+	for i := range out {
+		out[i] = keyed[i].pos
+	}
+	return out
+}
+
+func (v *levelView) keyed(pos []int32, order keyOrder) []keyedPos {
+	keyed := make([]keyedPos, len(pos))
+	for i, p := range pos {
+		u := &v.units[p]
+		var key orderKey
+		switch order {
+		case byUpdateOrder:
+			key = v.updateKey(u)
+		case byMisplacedOrder:
+			key = v.misplacedKey(u)
+		default:
+			key = v.scaleInKey(u)
+		}
+		keyed[i] = keyedPos{key: key, pos: p}
+	}
+	return keyed
+}
+
+// keyOrder names the order firstInOrder ranks by.
+type keyOrder int
+
+const (
+	byUpdateOrder keyOrder = iota
+	byMisplacedOrder
+	byScaleInOrder
+)
+
+type keyedPos struct {
+	key orderKey
+	pos int32
+}
+
+// selectSmallest reorders ks so that its first k elements are the k smallest
+// keys (quickselect with a median-of-three pivot; keys are unique).
+func selectSmallest(ks []keyedPos, k int) {
+	lo, hi := 0, len(ks)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if ks[mid].key.compare(ks[lo].key) < 0 {
+			ks[mid], ks[lo] = ks[lo], ks[mid]
+		}
+		if ks[hi].key.compare(ks[lo].key) < 0 {
+			ks[hi], ks[lo] = ks[lo], ks[hi]
+		}
+		if ks[hi].key.compare(ks[mid].key) < 0 {
+			ks[hi], ks[mid] = ks[mid], ks[hi]
+		}
+		pivot := ks[mid].key
+		i, j := lo, hi
+		for i <= j {
+			for ks[i].key.compare(pivot) < 0 {
+				i++
+			}
+			for ks[j].key.compare(pivot) > 0 {
+				j--
+			}
+			if i <= j {
+				ks[i], ks[j] = ks[j], ks[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+func (v *levelView) status(deletes []Delete) LevelStatus {
+	s := LevelStatus{
+		Replicas:             v.live,
+		ReadyReplicas:        v.ready,
+		AvailableReplicas:    v.available,
+		UpdatedReplicas:      v.updatedRegular,
+		UpdatedReadyReplicas: v.updatedReadyRegular,
+		SurgeReplicas:        v.liveMisplaced(),
+		Complete:             v.updatedRegular == v.p.Replicas && v.total == v.p.Replicas,
+	}
+	if len(deletes) > 0 {
+		s.SelectedToUpdate = make([]int32, 0, len(deletes))
+	}
+	for _, d := range deletes {
+		if d.Reason == ReasonUpdate || d.Reason == ReasonReplaceFailed {
+			s.SelectedToUpdate = append(s.SelectedToUpdate, d.Index)
+		}
+	}
+	return s
+}
+
+// PodAvailable reports whether a pod counts as available: ready for at least
+// minReadySeconds at now, as Deployment defines it.
+func PodAvailable(ready bool, readySince time.Time, minReadySeconds int32, now time.Time) bool {
+	if !ready {
+		return false
+	}
+	if minReadySeconds <= 0 {
+		return true
+	}
+	return !readySince.IsZero() && !now.Before(readySince.Add(time.Duration(minReadySeconds)*time.Second))
+}

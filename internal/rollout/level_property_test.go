@@ -1,0 +1,171 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"pgregory.net/rapid"
+)
+
+// drawLimit draws an int or a percentage.
+func drawLimit(t *rapid.T, label string) intstr.IntOrString {
+	if rapid.Bool().Draw(t, label+" is percent") {
+		return intstr.FromString(fmt.Sprintf("%d%%", rapid.IntRange(0, 100).Draw(t, label+" percent")))
+	}
+	return intstr.FromInt(rapid.IntRange(0, 4).Draw(t, label))
+}
+
+func drawPolicy(t *rapid.T) Policy {
+	p := Policy{
+		Type:           rapid.SampledFrom([]LevelStrategy{LevelRollingUpdate, LevelOnDelete}).Draw(t, "type"),
+		Replicas:       int32(rapid.IntRange(0, 8).Draw(t, "replicas")),
+		MaxUnavailable: drawLimit(t, "maxUnavailable"),
+		MaxSurge:       drawLimit(t, "maxSurge"),
+		UpdateRevision: "new", CurrentRevision: "old",
+		Partition:   int32(rapid.IntRange(0, 3).Draw(t, "partition")) * int32(rapid.IntRange(0, 1).Draw(t, "use partition")),
+		UpdateOrder: rapid.SampledFrom([]UpdateOrder{OldestFirst, LowestIndexFirst}).Draw(t, "order"),
+		ScaleIn:     rapid.SampledFrom([]ScaleInOrder{OutdatedFirst, HighestIndexFirst}).Draw(t, "scaleIn"),
+	}
+	if rapid.Bool().Draw(t, "capped") {
+		p.MaxUpdated = ptr(int32(rapid.IntRange(0, 8).Draw(t, "maxUpdated")))
+	}
+	return p
+}
+
+// drawUnits draws units at distinct indices in [0, 12) with random revisions and health.
+func drawUnits(t *rapid.T) []Unit {
+	idx := rapid.SliceOfNDistinct(rapid.Int32Range(0, 11), 0, 12, rapid.ID[int32]).Draw(t, "indices")
+	var units []Unit
+	for _, i := range idx {
+		ready := rapid.Bool().Draw(t, "ready")
+		units = append(units, Unit{
+			Index:       i,
+			Revision:    rapid.SampledFrom([]string{"old", "mid", "new"}).Draw(t, "revision"),
+			Surge:       rapid.Bool().Draw(t, "surge"),
+			Scheduled:   true,
+			Ready:       ready,
+			Available:   ready && rapid.Bool().Draw(t, "available"),
+			Terminating: rapid.IntRange(0, 4).Draw(t, "terminating") == 0,
+			CreatedAt:   epoch.Add(time.Duration(rapid.IntRange(0, 100).Draw(t, "age")) * time.Second),
+		})
+	}
+	return units
+}
+
+// One plan over arbitrary units never breaks a rule of the level, whatever state
+// the level is in.
+func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := drawPolicy(t)
+		units := drawUnits(t)
+		plan, err := PlanLevel(p, units)
+		if err != nil {
+			t.Fatalf("PlanLevel: %v", err)
+		}
+		fp, _ := ResolveFenceposts(p.MaxSurge, p.MaxUnavailable, p.Replicas)
+		if p.Type == LevelOnDelete {
+			fp.MaxSurge = 0
+		}
+		at := func(i int32) *Unit {
+			for k := range units {
+				if units[k].Index == i {
+					return &units[k]
+				}
+			}
+			return nil
+		}
+		// creates: free indices, within replicas+maxSurge, surge exactly above replicas
+		total := int32(len(units))
+		if n := int32(len(plan.Creates)); n > 0 && total+n > p.Replicas+fp.MaxSurge {
+			t.Fatalf("%d units + %d creates > %d + %d", total, n, p.Replicas, fp.MaxSurge)
+		}
+		newCreates := int32(0)
+		for _, c := range plan.Creates {
+			if at(c.Index) != nil {
+				t.Fatalf("create at occupied index %d", c.Index)
+			}
+			if c.Surge != (c.Index >= p.Replicas) {
+				t.Fatalf("create %+v: surge flag must match index >= replicas %d", c, p.Replicas)
+			}
+			if c.Index < p.Partition && c.Revision != p.CurrentRevision {
+				t.Fatalf("create %+v below partition %d not at current revision", c, p.Partition)
+			}
+			if c.Revision == p.UpdateRevision && c.Index < p.Replicas {
+				newCreates++
+			}
+		}
+		// deletes: existing live units, availability floor kept, OnDelete only scales in
+		available, lost := int32(0), int32(0)
+		for _, u := range units {
+			if u.Available && !u.Terminating {
+				available++
+			}
+		}
+		for _, d := range plan.Deletes {
+			u := at(d.Index)
+			if u == nil || u.Terminating {
+				t.Fatalf("delete of missing or terminating unit %d", d.Index)
+			}
+			if u.Available {
+				lost++
+			}
+			if d.Reason == ReasonUpdate || d.Reason == ReasonReplaceFailed {
+				if p.Type == LevelOnDelete {
+					t.Fatalf("OnDelete deleted unit %d for an update", d.Index)
+				}
+				if u.Index < p.Partition || u.Index >= p.Replicas || u.Revision == p.UpdateRevision {
+					t.Fatalf("update delete of unit %+v (partition %d, replicas %d)", u, p.Partition, p.Replicas)
+				}
+				if d.Reason == ReasonReplaceFailed && u.Available {
+					t.Fatalf("replace-failed of an available unit %d", d.Index)
+				}
+			}
+		}
+		if lost > 0 && available-lost < p.Replicas-fp.MaxUnavailable {
+			t.Fatalf("deleting %d available of %d goes below %d - %d", lost, available, p.Replicas, fp.MaxUnavailable)
+		}
+		// the cap: units at the new revision below replicas never exceed MaxUpdated
+		if p.MaxUpdated != nil && newCreates > 0 {
+			if plan.Status.UpdatedReplicas+newCreates > max(*p.MaxUpdated, plan.Status.UpdatedReplicas) {
+				t.Fatalf("updated %d + new creates %d exceed cap %d", plan.Status.UpdatedReplicas, newCreates, *p.MaxUpdated)
+			}
+		}
+		// determinism: the same input in another order gives the same plan
+		shuffled := slices.Clone(units)
+		slices.Reverse(shuffled)
+		again, _ := PlanLevel(p, shuffled)
+		if fmt.Sprint(again) != fmt.Sprint(plan) {
+			t.Fatalf("plan depends on input order:\n%v\n%v", plan, again)
+		}
+	})
+}
+
+// Driving a level with ticks from any starting state reaches exactly [0, replicas)
+// on the update revision when every unit becomes ready, within a bounded number
+// of ticks, and never dips below the floor it did not start below.
+func TestRollingUpdate_AlwaysConvergesWhenUnitsBecomeReady(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := drawPolicy(rt)
+		p.Type, p.MaxUpdated, p.Partition = LevelRollingUpdate, nil, 0
+		units := drawUnits(rt)
+		for i := range units {
+			units[i].Terminating = false
+			if !units[i].Available {
+				units[i].Scheduled, units[i].Ready = false, false // becomes available on the next tick
+			}
+		}
+		k := newTicker(&testing.T{}, p, units)
+		k.run(200)
+		var want []string
+		for i := range p.Replicas {
+			want = append(want, fmt.Sprintf("%d@new", i))
+		}
+		slices.Sort(want)
+		if got := k.indices(); !slices.Equal(got, want) {
+			rt.Fatalf("ended with %v, want %v after %v", got, want, k.actions)
+		}
+	})
+}

@@ -1,0 +1,228 @@
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// roleView is one role of one PCS replica as observed.
+type roleView struct {
+	shape  *roleShape
+	exists bool
+	target *Target
+	units  []Unit
+	// at the role's update revision
+	status LevelStatus
+}
+
+// replicaView is one PCS replica as observed.
+type replicaView struct {
+	obs                         *ReplicaObservation // nil for a replica created by this plan
+	index                       int32
+	revision                    string
+	roles                       []roleView
+	scheduled, ready, available bool
+	// updated: every role holds exactly its replicas, all at the update revision.
+	updated bool
+	// settled: every unit of every role exists and is available.
+	settled bool
+}
+
+type setPlanner struct {
+	in    SetInput
+	shape *setShape
+	views []*replicaView
+}
+
+func (p *setPlanner) paused() bool { return p.shape.spec.Paused }
+
+func (p *setPlanner) updateRoleRevision(role string) string {
+	if rev, ok := p.in.Revisions.Update.Role(role); ok {
+		return rev
+	}
+	return p.in.Revisions.Update.Name
+}
+
+func (p *setPlanner) currentRoleRevision(role string) string {
+	if rev, ok := p.in.Revisions.Current.Role(role); ok {
+		return rev
+	}
+	return p.updateRoleRevision(role)
+}
+
+func (p *setPlanner) plan() (SetPlan, error) {
+	obs := make([]*ReplicaObservation, len(p.in.Replicas))
+	for i := range p.in.Replicas {
+		obs[i] = &p.in.Replicas[i]
+	}
+	slices.SortFunc(obs, func(a, b *ReplicaObservation) int { return cmp.Compare(a.Index, b.Index) })
+	for _, o := range obs {
+		p.views = append(p.views, p.observeReplica(o))
+	}
+	pol := p.replicaPolicy()
+	level, err := PlanLevel(pol, p.replicaUnits())
+	if err != nil {
+		return SetPlan{}, fmt.Errorf("planning PodCliqueSet replicas: %w", err)
+	}
+	plan := SetPlan{Creates: level.Creates, Deletes: level.Deletes, Policy: pol}
+	for _, c := range level.Creates {
+		p.views = append(p.views, p.newReplica(c))
+	}
+	slices.SortFunc(p.views, func(a, b *replicaView) int { return cmp.Compare(a.index, b.index) })
+
+	updating := p.updatingReplicas(level)
+	for _, v := range p.views {
+		if v.obs != nil && v.obs.Terminating {
+			continue
+		}
+		plan.Replicas = append(plan.Replicas, p.replicaPlan(v, updating))
+	}
+	plan.Status = p.status(updating)
+	return plan, nil
+}
+
+func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
+	v := &replicaView{obs: o, index: o.Index, revision: o.Revision, scheduled: true, ready: true, available: true, updated: true, settled: true}
+	for i := range p.shape.roles {
+		r := &p.shape.roles[i]
+		rv := roleView{shape: r}
+		if r.group {
+			if g := findGroup(o.Groups, r.name); g != nil {
+				rv.exists, rv.target = true, g.Target
+				rv.units = GroupUnits(r.memberMinimums(), g.Replicas)
+			}
+		} else if c := findClique(o.Cliques, r.name); c != nil {
+			rv.exists, rv.target, rv.units = true, c.Target, c.Pods
+		}
+		rv.status = levelStatus(r.replicas, p.updateRoleRevision(r.name), rv.units)
+		v.roles = append(v.roles, rv)
+		v.scheduled = v.scheduled && countUnits(rv.units, func(u *Unit) bool { return u.Scheduled }) >= r.minAvailable
+		v.ready = v.ready && rv.status.ReadyReplicas >= r.minAvailable
+		v.available = v.available && rv.status.AvailableReplicas >= r.minAvailable
+		v.updated = v.updated && rv.exists && rv.status.Complete
+		v.settled = v.settled && rv.exists && rv.status.AvailableReplicas >= r.replicas
+	}
+	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
+		v.updated = v.updated && o.Revision == p.in.Revisions.Update.Name
+	}
+	return v
+}
+
+// newReplica is the view of a replica this plan creates: no children yet.
+func (p *setPlanner) newReplica(c Create) *replicaView {
+	v := &replicaView{index: c.Index, revision: c.Revision}
+	for i := range p.shape.roles {
+		v.roles = append(v.roles, roleView{shape: &p.shape.roles[i]})
+	}
+	return v
+}
+
+// MemberMinimum is the minAvailable of one member clique of a scaling group.
+type MemberMinimum struct {
+	Clique       string
+	MinAvailable int32
+}
+
+func (r *roleShape) memberMinimums() []MemberMinimum {
+	out := make([]MemberMinimum, 0, len(r.members))
+	for _, m := range r.members {
+		out = append(out, MemberMinimum{Clique: m.name, MinAvailable: m.minAvailable})
+	}
+	return out
+}
+
+// GroupUnits turns observed scaling-group replicas into units for PlanLevel. A
+// group replica is scheduled, ready or available when every member clique has at
+// least its minAvailable pods so; a missing member clique counts as no pods.
+func GroupUnits(members []MemberMinimum, replicas []GroupReplicaObservation) []Unit {
+	units := make([]Unit, 0, len(replicas))
+	for i := range replicas {
+		g := &replicas[i]
+		u := Unit{Index: g.Index, Revision: g.Revision, Surge: g.Surge, Terminating: g.Terminating, CreatedAt: g.CreatedAt,
+			Scheduled: true, Ready: true, Available: true}
+		for _, m := range members {
+			var pods []Unit
+			if c := findClique(g.Cliques, m.Clique); c != nil {
+				pods = c.Pods
+			}
+			u.Scheduled = u.Scheduled && countUnits(pods, func(p *Unit) bool { return p.Scheduled }) >= m.MinAvailable
+			u.Ready = u.Ready && countUnits(pods, func(p *Unit) bool { return p.Ready }) >= m.MinAvailable
+			u.Available = u.Available && countUnits(pods, func(p *Unit) bool { return p.Available }) >= m.MinAvailable
+		}
+		units = append(units, u)
+	}
+	return units
+}
+
+func countUnits(units []Unit, pred func(u *Unit) bool) int32 {
+	n := int32(0)
+	for i := range units {
+		if !units[i].Terminating && pred(&units[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func findClique(cs []CliqueObservation, name string) *CliqueObservation {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func findGroup(gs []GroupObservation, name string) *GroupObservation {
+	for i := range gs {
+		if gs[i].Name == name {
+			return &gs[i]
+		}
+	}
+	return nil
+}
+
+// levelStatus is the status of a level at revision rev, without planning actions.
+func levelStatus(replicas int32, rev string, units []Unit) LevelStatus {
+	p := Policy{Replicas: replicas, UpdateRevision: rev, CurrentRevision: rev}
+	v := observeLevel(p, Fenceposts{MaxUnavailable: 1}, units, false)
+	return v.status(nil)
+}
+
+// replicaPolicy is the policy of the PCS-replica level. Only ReplicaRecreate
+// replaces PCS replicas for an update; the other types only scale them.
+func (p *setPlanner) replicaPolicy() Policy {
+	rev := p.in.Revisions
+	pol := Policy{Replicas: p.shape.replicas, UpdateRevision: rev.Update.Name, CurrentRevision: rev.Current.Name,
+		Partition: p.shape.partition, UpdateOrder: LowestIndexFirst, ScaleIn: HighestIndexFirst}
+	if p.shape.strategy != v1alpha1.ReplicaRecreateStrategyType {
+		pol.Type = LevelOnDelete
+		pol.MaxUnavailable = v1alpha1.DefaultMaxUnavailable
+		if p.paused() {
+			pol.UpdateRevision = rev.Current.Name
+		}
+		return pol
+	}
+	pol.Type = LevelRollingUpdate
+	pol.MaxUnavailable, pol.MaxSurge = p.shape.setLimits()
+	if p.paused() {
+		frozen := countUnits(p.replicaUnits(), func(u *Unit) bool { return u.Index < p.shape.replicas && u.Revision == rev.Update.Name })
+		pol.MaxUpdated = &frozen
+	}
+	return pol
+}
+
+func (p *setPlanner) replicaUnits() []Unit {
+	units := make([]Unit, 0, len(p.views))
+	for _, v := range p.views {
+		if v.obs == nil {
+			continue
+		}
+		units = append(units, Unit{Index: v.index, Revision: v.revision, Surge: v.obs.Surge, Terminating: v.obs.Terminating,
+			CreatedAt: v.obs.CreatedAt, Scheduled: v.scheduled, Ready: v.ready, Available: v.available})
+	}
+	return units
+}

@@ -1,0 +1,137 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// status is the PodCliqueSet status the plan implies: counts, revisions,
+// progress and conditions.
+func (p *setPlanner) status(u *updatingSet) SetStatus {
+	rev := p.in.Revisions
+	s := p.counts()
+	s.CurrentRevision, s.UpdateRevision = rev.Current.Name, rev.Update.Name
+	if s.Complete && p.shape.partition == 0 && !p.paused() {
+		s.CurrentRevision = rev.Update.Name
+	}
+	s.Progress, s.DeadlineExceeded = p.progress(s, u)
+	s.Conditions = []Condition{p.availableCondition(s), p.progressingCondition(s, u)}
+	return s
+}
+
+// counts counts the observed live PCS replicas and decides completeness: exactly
+// [0, replicas) exist, every unit available, and every replica at or above the
+// partition fully on the update revision.
+func (p *setPlanner) counts() SetStatus {
+	var s SetStatus
+	complete, live := true, int32(0)
+	for _, v := range p.views {
+		if v.obs == nil || v.obs.Terminating || v.index >= p.shape.replicas {
+			complete = false // still being created, or on its way out
+		}
+		if v.obs == nil || v.obs.Terminating {
+			continue
+		}
+		live++
+		s.Replicas++
+		s.ReadyReplicas += b2i(v.ready)
+		s.AvailableReplicas += b2i(v.available)
+		s.UpdatedReplicas += b2i(v.updated)
+		if !v.settled || (!v.updated && v.index >= p.shape.partition) {
+			complete = false
+		}
+	}
+	s.Complete = complete && live == p.shape.replicas
+	return s
+}
+
+// unitCounts sums updated, ready and available units over every level: a change
+// in any of them is progress.
+func (p *setPlanner) unitCounts(s SetStatus) ProgressCounts {
+	c := ProgressCounts{Updated: s.UpdatedReplicas, Ready: s.ReadyReplicas, Available: s.AvailableReplicas}
+	for _, v := range p.views {
+		if v.obs == nil || v.obs.Terminating {
+			continue
+		}
+		for _, rv := range v.roles {
+			c.Updated += rv.status.UpdatedReplicas
+			c.Ready += rv.status.ReadyReplicas
+			c.Available += rv.status.AvailableReplicas
+		}
+	}
+	return c
+}
+
+// progress carries the update's timestamps forward and tracks the deadline.
+func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
+	rev, prev := p.in.Revisions, p.in.Previous
+	prog := Progress{UpdateRevision: rev.Update.Name, Counts: p.unitCounts(s), UpdatingReplicas: u.progress}
+	if prev.UpdateRevision == rev.Update.Name {
+		prog.UpdateStartedAt, prog.UpdateEndedAt = prev.UpdateStartedAt, prev.UpdateEndedAt
+	}
+	if prog.UpdateStartedAt.IsZero() && p.rolloutActive() && !p.paused() {
+		prog.UpdateStartedAt = p.in.Now
+	}
+	onDelete := p.shape.strategy == v1alpha1.OnDeleteStrategyType
+	switch {
+	case onDelete && !prog.UpdateStartedAt.IsZero():
+		// the operator's part of an OnDelete update ends once targets moved
+		prog.UpdateEndedAt = prog.UpdateStartedAt
+	case s.Complete && prog.UpdateEndedAt.IsZero() && !prog.UpdateStartedAt.IsZero():
+		prog.UpdateEndedAt = p.in.Now
+	case !s.Complete:
+		prog.UpdateEndedAt = time.Time{}
+	}
+	deadline := time.Duration(v1alpha1.DefaultProgressDeadlineSeconds) * time.Second
+	if d := p.shape.spec.ProgressDeadlineSeconds; d != nil {
+		deadline = time.Duration(*d) * time.Second
+	}
+	var exceeded bool
+	active := !s.Complete && !onDelete
+	prog.LastProgressAt, exceeded = TrackProgress(prev.LastProgressAt, prev.Counts, prog.Counts, p.in.Now, p.paused(), active, deadline)
+	return prog, exceeded
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (p *setPlanner) availableCondition(s SetStatus) Condition {
+	unavailable, surge := p.shape.setLimits()
+	floor := p.shape.replicas - 1
+	if fp, err := ResolveFenceposts(surge, unavailable, p.shape.replicas); err == nil {
+		floor = p.shape.replicas - fp.MaxUnavailable
+	}
+	msg := fmt.Sprintf("%d of %d replicas available, at least %d required", s.AvailableReplicas, p.shape.replicas, max(floor, 0))
+	if s.AvailableReplicas >= floor {
+		return Condition{Type: ConditionAvailable, Status: "True", Reason: ReasonMinimumReplicasAvailable, Message: msg}
+	}
+	return Condition{Type: ConditionAvailable, Status: "False", Reason: ReasonMinimumReplicasUnavailable, Message: msg}
+}
+
+func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition {
+	c := Condition{Type: ConditionProgressing, Status: "True"}
+	switch {
+	case s.Complete && p.shape.partition > 0 && p.rolloutActive():
+		c.Reason, c.Message = ReasonPartitionReached, fmt.Sprintf("replicas from index %d run revision %s", p.shape.partition, s.UpdateRevision)
+	case s.Complete:
+		c.Reason, c.Message = ReasonRolloutComplete, fmt.Sprintf("every replica runs revision %s", s.UpdateRevision)
+	case p.paused():
+		c.Status, c.Reason, c.Message = "Unknown", ReasonPaused, "the rollout is paused"
+	case s.DeadlineExceeded:
+		c.Status, c.Reason, c.Message = "False", ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
+	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
+		c.Reason, c.Message = ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
+	case u.steps != nil && u.steps.current < len(u.steps.steps) && u.steps.issued:
+		st := u.steps.status()
+		c.Reason, c.Message = ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index)
+	default:
+		c.Reason, c.Message = ReasonRollingUpdateInProgress, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, p.shape.replicas)
+	}
+	return c
+}

@@ -1,0 +1,272 @@
+package rollout
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// updatingSet is the PCS replicas updating now, by index.
+type updatingSet struct {
+	selected *replicaView // RollingUpdate: the one replica updating
+	steps    *stepState   // RollingUpdate with roleUpgrade: where selected stands
+	progress []ReplicaProgress
+}
+
+func (u *updatingSet) has(index int32) bool {
+	return slices.ContainsFunc(u.progress, func(p ReplicaProgress) bool { return p.Index == index })
+}
+
+func (p *setPlanner) rolloutActive() bool {
+	return p.in.Revisions.Update.Name != p.in.Revisions.Current.Name
+}
+
+func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
+	u := &updatingSet{}
+	if p.paused() {
+		return u
+	}
+	switch p.shape.strategy {
+	case v1alpha1.RollingUpdateStrategyType:
+		u.selected = p.selectReplica()
+		if u.selected != nil {
+			u.steps = p.stepState(u.selected)
+			u.progress = append(u.progress, p.replicaProgress(u.selected.index, false, u.steps.status()))
+		}
+	case v1alpha1.ReplicaRecreateStrategyType:
+		for _, v := range p.views {
+			if p.isRecreating(v, level) {
+				surge := v.obs != nil && v.obs.Surge || v.index >= p.shape.replicas
+				u.progress = append(u.progress, p.replicaProgress(v.index, surge, nil))
+			}
+		}
+	}
+	return u
+}
+
+// isRecreating reports whether a PCS replica is part of a ReplicaRecreate update
+// now: picked by this plan, on its way out, or on its way up at the new revision.
+func (p *setPlanner) isRecreating(v *replicaView, level LevelPlan) bool {
+	if !p.rolloutActive() {
+		return false
+	}
+	if slices.Contains(level.Status.SelectedToUpdate, v.index) {
+		return true
+	}
+	if v.obs == nil {
+		return v.revision == p.in.Revisions.Update.Name
+	}
+	if v.obs.Terminating {
+		return v.index < p.shape.replicas
+	}
+	return v.revision == p.in.Revisions.Update.Name && !v.available
+}
+
+// replicaProgress keeps the start time an updating replica already had.
+func (p *setPlanner) replicaProgress(index int32, surge bool, step *RoleStepStatus) ReplicaProgress {
+	started := p.in.Now
+	for _, prev := range p.in.Previous.UpdatingReplicas {
+		if prev.Index == index && !prev.StartedAt.IsZero() {
+			started = prev.StartedAt
+		}
+	}
+	return ReplicaProgress{Index: index, StartedAt: started, Surge: surge, RoleStep: step}
+}
+
+// selectReplica picks the one PCS replica a RollingUpdate works on: the replica
+// already updating until it is updated and available, else the first outdated
+// replica by (unscheduled, below minAvailable, lowest index). A replica is done
+// when every unit of it runs the update revision and is available.
+func (p *setPlanner) selectReplica() *replicaView {
+	var candidates []*replicaView
+	for _, v := range p.views {
+		if v.obs == nil || v.obs.Terminating || v.index < p.shape.partition || v.index >= p.shape.replicas {
+			continue
+		}
+		for _, prev := range p.in.Previous.UpdatingReplicas {
+			if prev.Index == v.index && (!v.updated || !v.settled) {
+				return v
+			}
+		}
+		if !v.updated {
+			candidates = append(candidates, v)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	return slices.MinFunc(candidates, func(a, b *replicaView) int {
+		if c := cmpBool(!a.scheduled, !b.scheduled); c != 0 {
+			return c
+		}
+		if c := cmpBool(!a.available, !b.available); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.index, b.index)
+	})
+}
+
+// stepState is the selected replica's position in roleUpgrade.steps.
+type stepState struct {
+	steps   []v1alpha1.RoleUpgradeStep
+	targets []int32 // updateTo resolved per step
+	current int     // first unsatisfied step; len(steps) when all are satisfied
+	ready   int32   // updated-and-ready units of the current step's role
+	issued  bool    // the current step's role has all its allowed units updated
+}
+
+// stepState finds the current step. A step once passed stays passed for this
+// update revision (the index is kept in the progress), so a unit of an earlier
+// role failing later does not send updated units of later roles back.
+func (p *setPlanner) stepState(v *replicaView) *stepState {
+	s := &stepState{steps: p.shape.steps}
+	if len(s.steps) == 0 {
+		return s
+	}
+	for _, st := range s.steps {
+		n, _ := ResolveUpdateTo(st.UpdateTo, p.shape.role(st.Role).replicas)
+		s.targets = append(s.targets, n)
+	}
+	if p.in.Previous.UpdateRevision == p.in.Revisions.Update.Name {
+		for _, prev := range p.in.Previous.UpdatingReplicas {
+			if prev.Index == v.index && prev.RoleStep != nil {
+				s.current = min(int(prev.RoleStep.Index), len(s.steps))
+			}
+		}
+	}
+	for ; s.current < len(s.steps); s.current++ {
+		rv := v.role(s.steps[s.current].Role)
+		s.ready, s.issued = rv.status.UpdatedReadyReplicas, rv.status.UpdatedReplicas >= s.targets[s.current]
+		if s.ready < s.targets[s.current] {
+			break
+		}
+	}
+	return s
+}
+
+// roleCap is how many units of role may be updated at the current step: the
+// highest updateTo of the role among the steps started so far, 0 for a role whose
+// first step has not started, no cap once every step is satisfied.
+func (s *stepState) roleCap(role string) *int32 {
+	if s == nil || s.current >= len(s.steps) {
+		return nil
+	}
+	c := int32(0)
+	for j := 0; j <= s.current; j++ {
+		if s.steps[j].Role == role {
+			c = max(c, s.targets[j])
+		}
+	}
+	return &c
+}
+
+func (s *stepState) status() *RoleStepStatus {
+	if s == nil || len(s.steps) == 0 {
+		return nil
+	}
+	if s.current >= len(s.steps) {
+		return &RoleStepStatus{Index: int32(len(s.steps))}
+	}
+	return &RoleStepStatus{Index: int32(s.current), Role: s.steps[s.current].Role, Target: s.targets[s.current], UpdatedAndReady: s.ready}
+}
+
+func (v *replicaView) role(name string) *roleView {
+	for i := range v.roles {
+		if v.roles[i].shape.name == name {
+			return &v.roles[i]
+		}
+	}
+	return nil
+}
+
+// replicaPlan gives every child of a PCS replica its target.
+func (p *setPlanner) replicaPlan(v *replicaView, u *updatingSet) ReplicaPlan {
+	rp := ReplicaPlan{Index: v.index, Updating: u.has(v.index)}
+	if u.selected == v {
+		rp.RoleStep = u.steps.status()
+	}
+	for i := range v.roles {
+		rv := &v.roles[i]
+		ct := ChildTarget{Role: rv.shape.name, Target: p.childTarget(v, rv, u)}
+		if rv.shape.group {
+			rp.Groups = append(rp.Groups, ct)
+		} else {
+			rp.Cliques = append(rp.Cliques, ct)
+		}
+	}
+	return rp
+}
+
+func (p *setPlanner) childType() LevelStrategy {
+	if p.shape.strategy == v1alpha1.OnDeleteStrategyType {
+		return LevelOnDelete
+	}
+	return LevelRollingUpdate
+}
+
+func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *Target {
+	role := rv.shape.name
+	if p.paused() {
+		return p.frozenTarget(rv)
+	}
+	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
+		return p.pinnedTarget(v, rv)
+	}
+	t := &Target{Type: p.childType(), SetRevision: p.in.Revisions.Update.Name,
+		UpdateRevision: p.updateRoleRevision(role), CurrentRevision: p.currentRoleRevision(role)}
+	switch {
+	case v.index < p.shape.partition || v.index >= p.shape.replicas:
+		t.MaxUpdated = ptr(rv.status.UpdatedReplicas)
+	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
+	case u.selected == v:
+		t.MaxUpdated = u.steps.roleCap(role)
+	case v.obs == nil || v.updated:
+		// a brand-new or finished replica runs the update revision throughout
+	default:
+		t.MaxUpdated = ptr(rv.status.UpdatedReplicas)
+	}
+	return t
+}
+
+// frozenTarget keeps a child where it is while paused: its target revision stays
+// and its updated count may not grow. A child created while paused runs the
+// current revision.
+func (p *setPlanner) frozenTarget(rv *roleView) *Target {
+	if rv.target == nil {
+		role := rv.shape.name
+		cur := p.currentRoleRevision(role)
+		return &Target{Type: p.childType(), SetRevision: p.in.Revisions.Current.Name, UpdateRevision: cur, CurrentRevision: cur}
+	}
+	t := *rv.target
+	t.MaxUpdated = ptr(levelStatus(rv.shape.replicas, t.UpdateRevision, rv.units).UpdatedReplicas)
+	return &t
+}
+
+// pinnedTarget keeps every child of a ReplicaRecreate replica on the revision the
+// replica was made from: a replica never runs two revisions.
+func (p *setPlanner) pinnedTarget(v *replicaView, rv *roleView) *Target {
+	set, ok := p.in.Revisions.find(v.revision)
+	if !ok {
+		return rv.target
+	}
+	rev, ok := set.Role(rv.shape.name)
+	if !ok {
+		return rv.target
+	}
+	return &Target{Type: LevelRollingUpdate, SetRevision: set.Name, UpdateRevision: rev, CurrentRevision: rev}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// cmpBool orders true before false.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
+		return 1
+	}
+}

@@ -1,0 +1,435 @@
+package rollout
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// threeRoles is a PodCliqueSet of frontend (3 pods), prefill (3 pods) and decode
+// (a scaling group of 2 replicas of one leader pod).
+func threeRoles(replicas int32, mutate func(s *v1alpha1.PodCliqueSetSpec)) *v1alpha1.PodCliqueSetSpec {
+	obj := v1alpha1.PodCliqueSet{Spec: v1alpha1.PodCliqueSetSpec{Replicas: &replicas, Template: v1alpha1.PodCliqueSetTemplateSpec{
+		Cliques: []v1alpha1.PodCliqueTemplateSpec{{Name: "frontend", Replicas: 3}, {Name: "prefill", Replicas: 3}, {Name: "decode-leader", Replicas: 1}},
+		PodCliqueScalingGroups: []v1alpha1.PodCliqueScalingGroupConfig{
+			{Name: "decode", Replicas: 2, CliqueNames: []string{"decode-leader"}},
+		},
+	}}}
+	if mutate != nil {
+		mutate(&obj.Spec)
+	}
+	obj.Default()
+	return &obj.Spec
+}
+
+func setRevision(name string) SetRevision {
+	s := SetRevision{Name: name}
+	for _, r := range []string{"frontend", "prefill", "decode", "decode-leader"} {
+		s.Roles = append(s.Roles, RoleRevision{Role: r, Revision: r + "@" + name})
+	}
+	return s
+}
+
+// steadyReplicas observes every replica of spec running rev, all ready.
+func steadyReplicas(spec *v1alpha1.PodCliqueSetSpec, rev string) []ReplicaObservation {
+	pods := func(role string, n int32) []Unit {
+		return steadyUnits(n, role+"@"+rev)
+	}
+	target := func(role string) *Target {
+		return &Target{Type: LevelRollingUpdate, SetRevision: rev, UpdateRevision: role + "@" + rev, CurrentRevision: role + "@" + rev}
+	}
+	var out []ReplicaObservation
+	for i := range *spec.Replicas {
+		o := ReplicaObservation{Index: i, Revision: rev, CreatedAt: epoch,
+			Cliques: []CliqueObservation{{Name: "frontend", Target: target("frontend"), Pods: pods("frontend", 3)},
+				{Name: "prefill", Target: target("prefill"), Pods: pods("prefill", 3)}}}
+		g := GroupObservation{Name: "decode", Target: target("decode")}
+		for j := range int32(2) {
+			g.Replicas = append(g.Replicas, GroupReplicaObservation{Index: j, Revision: "decode@" + rev, CreatedAt: epoch,
+				Cliques: []CliqueObservation{{Name: "decode-leader", Pods: pods("decode-leader", 1)}}})
+		}
+		o.Groups = []GroupObservation{g}
+		out = append(out, o)
+	}
+	return out
+}
+
+func planSet(t *testing.T, in SetInput) SetPlan {
+	t.Helper()
+	if in.Now.IsZero() {
+		in.Now = epoch
+	}
+	plan, err := PlanSet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func updatingIndices(p SetPlan) []int32 {
+	var out []int32
+	for _, r := range p.Replicas {
+		if r.Updating {
+			out = append(out, r.Index)
+		}
+	}
+	return out
+}
+
+func condition(p SetPlan, typ string) Condition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return Condition{}
+}
+
+func targetOf(p SetPlan, replica int32, role string) *Target {
+	for _, r := range p.Replicas {
+		if r.Index != replica {
+			continue
+		}
+		for _, c := range append(slices.Clone(r.Cliques), r.Groups...) {
+			if c.Role == role {
+				return c.Target
+			}
+		}
+	}
+	return nil
+}
+
+func capString(t *Target) string {
+	if t == nil {
+		return "no target"
+	}
+	if t.MaxUpdated == nil {
+		return t.UpdateRevision + " uncapped"
+	}
+	return t.UpdateRevision + " cap " + strconv.Itoa(int(*t.MaxUpdated))
+}
+
+func TestRollingUpdate_SelectsUnscheduledThenBelowMinAvailableThenLowestIndex(t *testing.T) {
+	spec := threeRoles(3, nil)
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	for _, tc := range []struct {
+		name          string
+		breakReplicas func(rs []ReplicaObservation)
+		want          []int32
+	}{
+		{"all healthy: lowest index", func([]ReplicaObservation) {}, []int32{0}},
+		{"replica 1 below minAvailable", func(rs []ReplicaObservation) {
+			rs[1].Cliques[0].Pods[0].Available = false
+		}, []int32{1}},
+		{"replica 2 unscheduled beats replica 1 below minAvailable", func(rs []ReplicaObservation) {
+			rs[1].Cliques[0].Pods[0].Available = false
+			for i := range rs[2].Cliques[1].Pods {
+				rs[2].Cliques[1].Pods[i].Scheduled, rs[2].Cliques[1].Pods[i].Ready, rs[2].Cliques[1].Pods[i].Available = false, false, false
+			}
+		}, []int32{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := steadyReplicas(spec, "v1")
+			tc.breakReplicas(obs)
+			plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs})
+			if got := updatingIndices(plan); !slices.Equal(got, tc.want) {
+				t.Fatalf("updating %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRollingUpdate_KeepsTheReplicaAlreadyUpdatingUntilItIsDone(t *testing.T) {
+	spec := threeRoles(3, nil)
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[0].Pods[0].Available = false // replica 0 would win a fresh selection
+	prev := Progress{UpdateRevision: "v2", UpdatingReplicas: []ReplicaProgress{{Index: 2, StartedAt: epoch.Add(-time.Minute)}}}
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs, Previous: prev})
+	if got := updatingIndices(plan); !slices.Equal(got, []int32{2}) {
+		t.Fatalf("updating %v, want [2]", got)
+	}
+	if got := plan.Status.Progress.UpdatingReplicas[0].StartedAt; !got.Equal(epoch.Add(-time.Minute)) {
+		t.Fatalf("start time %s not kept", got)
+	}
+}
+
+func TestRollingUpdate_TargetsLetOnlyTheSelectedReplicaMove(t *testing.T) {
+	spec := threeRoles(2, nil)
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v1")})
+	for _, tc := range []struct {
+		replica int32
+		role    string
+		want    string
+	}{
+		{0, "frontend", "frontend@v2 uncapped"},
+		{0, "decode", "decode@v2 uncapped"},
+		{1, "frontend", "frontend@v2 cap 0"},
+		{1, "decode", "decode@v2 cap 0"},
+	} {
+		if got := capString(targetOf(plan, tc.replica, tc.role)); got != tc.want {
+			t.Errorf("replica %d %s: %s, want %s", tc.replica, tc.role, got, tc.want)
+		}
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
+		t.Fatalf("progressing %+v", c)
+	}
+}
+
+// Seed 003 as targets: decode 1 -> prefill 1 -> prefill 100% -> decode 100%.
+func TestRoleSteps_CapsFollowTheCurrentStep(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{
+			{Role: "decode", UpdateTo: intstr.FromInt32(1)},
+			{Role: "prefill", UpdateTo: intstr.FromInt32(1)},
+			{Role: "prefill", UpdateTo: intstr.FromString("100%")},
+			{Role: "decode", UpdateTo: intstr.FromString("100%")},
+		}}
+	})
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	type caps struct{ frontend, prefill, decode string }
+	for _, tc := range []struct {
+		name       string
+		decodeNew  int // decode group replicas at v2 and ready
+		prefillNew int // prefill pods at v2 and ready
+		step       int32
+		reason     string
+		want       caps
+	}{
+		{"start: one decode replica", 0, 0, 0, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 0", "decode@v2 cap 1"}},
+		{"decode canary ready: one prefill pod", 1, 0, 1, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 1", "decode@v2 cap 1"}},
+		{"prefill canary ready: all prefill", 1, 1, 2, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 1"}},
+		{"prefill done: all decode", 1, 3, 3, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 2"}},
+		{"all steps done: roles named in no step go", 2, 3, 4, ReasonRollingUpdateInProgress, caps{"frontend@v2 uncapped", "prefill@v2 uncapped", "decode@v2 uncapped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := steadyReplicas(spec, "v1")
+			for i := range tc.prefillNew {
+				obs[0].Cliques[1].Pods[i].Revision = "prefill@v2"
+			}
+			for i := range tc.decodeNew {
+				obs[0].Groups[0].Replicas[i].Revision = "decode@v2"
+				obs[0].Groups[0].Replicas[i].Cliques[0].Pods[0].Revision = "decode-leader@v2"
+			}
+			plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs})
+			got := caps{capString(targetOf(plan, 0, "frontend")), capString(targetOf(plan, 0, "prefill")), capString(targetOf(plan, 0, "decode"))}
+			if got != tc.want {
+				t.Fatalf("caps %+v, want %+v", got, tc.want)
+			}
+			if st := plan.Replicas[0].RoleStep; st == nil || st.Index != tc.step {
+				t.Fatalf("role step %+v, want index %d", st, tc.step)
+			}
+		})
+	}
+}
+
+func TestRoleSteps_WaitingForReadinessIsReported(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{{Role: "prefill", UpdateTo: intstr.FromInt32(1)}}}
+	})
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[1].Pods[0].Revision = "prefill@v2"
+	obs[0].Cliques[1].Pods[0].Ready, obs[0].Cliques[1].Pods[0].Available = false, false
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs})
+	c := condition(plan, ConditionProgressing)
+	if c.Reason != ReasonRoleStepWaiting || !strings.Contains(c.Message, "role prefill") {
+		t.Fatalf("progressing %+v, want RoleStepWaiting on prefill", c)
+	}
+}
+
+func TestRoleSteps_APassedStepStaysPassedWhenAUnitFailsLater(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{
+			{Role: "decode", UpdateTo: intstr.FromInt32(1)}, {Role: "prefill", UpdateTo: intstr.FromInt32(1)}}}
+	})
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Groups[0].Replicas[0].Revision = "decode@v2"
+	obs[0].Groups[0].Replicas[0].Cliques[0].Pods[0].Ready = false // the decode canary crashed after passing
+	prev := Progress{UpdateRevision: "v2", UpdatingReplicas: []ReplicaProgress{{Index: 0, StartedAt: epoch, RoleStep: &RoleStepStatus{Index: 1}}}}
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs, Previous: prev})
+	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 1" {
+		t.Fatalf("prefill %s, want cap 1", got)
+	}
+}
+
+func TestPartition_EqualToReplicasUpdatesNothing(t *testing.T) {
+	spec := threeRoles(2, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr[int32](2)}
+	})
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v1")})
+	if got := updatingIndices(plan); len(got) != 0 {
+		t.Fatalf("updating %v, want none", got)
+	}
+	for _, r := range []int32{0, 1} {
+		if got := capString(targetOf(plan, r, "prefill")); got != "prefill@v2 cap 0" {
+			t.Fatalf("replica %d prefill %s, want cap 0", r, got)
+		}
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonPartitionReached {
+		t.Fatalf("progressing %+v, want PartitionReached", c)
+	}
+	if plan.Status.CurrentRevision != "v1" {
+		t.Fatalf("current revision %s must stay v1 while a partition holds replicas back", plan.Status.CurrentRevision)
+	}
+}
+
+func TestPaused_FreezesUpdatedCountsAndReportsPaused(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true })
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[1].Pods[0].Revision = "prefill@v2"
+	obs[0].Cliques[1].Target = &Target{Type: LevelRollingUpdate, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1"}
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs})
+	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 1" {
+		t.Fatalf("prefill %s, want frozen at 1", got)
+	}
+	if got := capString(targetOf(plan, 0, "frontend")); got != "frontend@v1 cap 3" {
+		t.Fatalf("frontend %s, want held at v1", got)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonPaused || c.Status != "Unknown" {
+		t.Fatalf("progressing %+v, want Unknown/Paused", c)
+	}
+	if len(updatingIndices(plan)) != 0 {
+		t.Fatal("nothing updates while paused")
+	}
+}
+
+func TestReplicaRecreate_KeepsEveryChildOnItsReplicaRevision(t *testing.T) {
+	spec := threeRoles(2, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy = v1alpha1.PodCliqueSetUpdateStrategy{Type: v1alpha1.ReplicaRecreateStrategyType}
+	})
+	obs := steadyReplicas(spec, "v1")
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs})
+	if want := []Delete{{Index: 0, Reason: ReasonUpdate}}; !slices.Equal(plan.Deletes, want) {
+		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
+	}
+	if got := capString(targetOf(plan, 1, "prefill")); got != "prefill@v1 uncapped" {
+		t.Fatalf("replica 1 prefill %s: a ReplicaRecreate replica keeps its own revision", got)
+	}
+}
+
+func TestOnDelete_TargetsMoveAndTheOperatorsPartEndsAtOnce(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy = v1alpha1.PodCliqueSetUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType}
+	})
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v1")})
+	tg := targetOf(plan, 0, "prefill")
+	if tg.Type != LevelOnDelete || capString(tg) != "prefill@v2 uncapped" {
+		t.Fatalf("prefill target %+v", tg)
+	}
+	p := plan.Status.Progress
+	if p.UpdateStartedAt.IsZero() || !p.UpdateEndedAt.Equal(p.UpdateStartedAt) {
+		t.Fatalf("OnDelete progress %+v: want ended == started", p)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonWaitingForDeletion {
+		t.Fatalf("progressing %+v", c)
+	}
+}
+
+func TestPlanSet_CompleteRolloutMovesCurrentRevision(t *testing.T) {
+	spec := threeRoles(2, nil)
+	started := epoch.Add(-time.Hour)
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v2"),
+		Previous: Progress{UpdateRevision: "v2", UpdateStartedAt: started}})
+	s := plan.Status
+	if !s.Complete || s.CurrentRevision != "v2" || s.UpdatedReplicas != 2 || s.AvailableReplicas != 2 {
+		t.Fatalf("status %+v", s)
+	}
+	if !s.Progress.UpdateStartedAt.Equal(started) || !s.Progress.UpdateEndedAt.Equal(epoch) {
+		t.Fatalf("progress %+v", s.Progress)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRolloutComplete {
+		t.Fatalf("progressing %+v", c)
+	}
+	if c := condition(plan, ConditionAvailable); c.Status != "True" || c.Reason != ReasonMinimumReplicasAvailable {
+		t.Fatalf("available %+v", c)
+	}
+}
+
+func TestPlanSet_ScalesReplicasWithoutStartingARollout(t *testing.T) {
+	spec := threeRoles(3, nil)
+	obs := steadyReplicas(threeRoles(1, nil), "v1")
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v1")}, Replicas: obs})
+	if want := []Create{{Index: 1, Revision: "v1"}, {Index: 2, Revision: "v1"}}; !slices.Equal(plan.Creates, want) {
+		t.Fatalf("creates %v, want %v", plan.Creates, want)
+	}
+	if got := capString(targetOf(plan, 2, "frontend")); got != "frontend@v1 uncapped" {
+		t.Fatalf("new replica frontend %s", got)
+	}
+}
+
+func TestPlanSet_AvailableConditionFollowsMinAvailable(t *testing.T) {
+	spec := threeRoles(3, nil)
+	obs := steadyReplicas(spec, "v1")
+	for _, r := range []int{0, 1} {
+		obs[r].Cliques[0].Pods[0].Available = false // frontend minAvailable defaults to 3
+	}
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v1")}, Replicas: obs})
+	if c := condition(plan, ConditionAvailable); c.Status != "False" || c.Reason != ReasonMinimumReplicasUnavailable {
+		t.Fatalf("available %+v", c)
+	}
+}
+
+func TestPlanSet_ProgressDeadlineExceededAfterNoChange(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.ProgressDeadlineSeconds = ptr[int32](60) })
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[0].Pods[0].Revision = "frontend@v2"
+	obs[0].Cliques[0].Pods[0].Ready, obs[0].Cliques[0].Pods[0].Available = false, false // never comes up
+	in := SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs, Now: epoch}
+	first := planSet(t, in)
+	in.Previous, in.Now = first.Status.Progress, epoch.Add(61*time.Second)
+	second := planSet(t, in)
+	if c := condition(second, ConditionProgressing); c.Status != "False" || c.Reason != ReasonProgressDeadlineExceeded {
+		t.Fatalf("progressing %+v, want ProgressDeadlineExceeded", c)
+	}
+}
+
+func TestTrackProgress_ResetsOnChangeAndWhilePaused(t *testing.T) {
+	deadline := time.Minute
+	a, b := ProgressCounts{Updated: 1, Ready: 3, Available: 3}, ProgressCounts{Updated: 2, Ready: 3, Available: 3}
+	last := epoch
+	for _, tc := range []struct {
+		name         string
+		prev, cur    ProgressCounts
+		now          time.Time
+		paused       bool
+		active       bool
+		wantLast     time.Time
+		wantExceeded bool
+	}{
+		{"counts changed: progress now", a, b, epoch.Add(time.Hour), false, true, epoch.Add(time.Hour), false},
+		{"no change within the deadline", a, a, epoch.Add(time.Minute), false, true, last, false},
+		{"no change past the deadline", a, a, epoch.Add(time.Minute + time.Second), false, true, last, true},
+		{"paused: the clock restarts", a, a, epoch.Add(time.Hour), true, true, epoch.Add(time.Hour), false},
+		{"no rollout running", a, a, epoch.Add(time.Hour), false, false, epoch.Add(time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotLast, exceeded := TrackProgress(last, tc.prev, tc.cur, tc.now, tc.paused, tc.active, deadline)
+			if !gotLast.Equal(tc.wantLast) || exceeded != tc.wantExceeded {
+				t.Fatalf("got %s %v, want %s %v", gotLast, exceeded, tc.wantLast, tc.wantExceeded)
+			}
+		})
+	}
+}
+
+func TestPlanSet_RejectsAStepForAnUnknownRole(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{{Role: "nope", UpdateTo: intstr.FromInt32(1)}}}
+	})
+	if _, err := PlanSet(SetInput{Spec: spec, Now: epoch}); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
+func TestPolicyFromChildSpec_RoundTripsATarget(t *testing.T) {
+	tg := Target{Type: LevelOnDelete, UpdateRevision: "b", CurrentRevision: "a", MaxUpdated: ptr[int32](2)}
+	st := tg.ChildUpdateStrategy(intstr.FromInt32(0), intstr.FromString("25%"))
+	p := PolicyFromChildSpec(st, 4, "b", "a", KindGroup)
+	if p.Type != LevelOnDelete || *p.MaxUpdated != 2 || p.MaxSurge.String() != "25%" || p.UpdateOrder != LowestIndexFirst || p.ScaleIn != HighestIndexFirst {
+		t.Fatalf("policy %+v", p)
+	}
+}
