@@ -54,11 +54,12 @@ type PodCliqueSetSpec struct {
 	// +optional
 	UpdateStrategy PodCliqueSetUpdateStrategy `json:"updateStrategy,omitempty"`
 
-	// Template describes one PodCliqueSet replica. A change to a pod template, a
-	// clique's or group's replicas or minAvailable is a new revision and is rolled
-	// out with the update strategy. The composition (the names of cliques, scaling
-	// groups and the cliques each group holds) cannot change: create a new
-	// PodCliqueSet instead.
+	// Template describes one PodCliqueSet replica. A change to a pod template, or
+	// to replicas or minAvailable of a clique inside a scaling group (the shape of
+	// a group replica), is a new revision and is rolled out with the update
+	// strategy; other replicas and minAvailable changes scale in place. The
+	// composition (the names of cliques, scaling groups and the cliques each group
+	// holds) cannot change: create a new PodCliqueSet instead.
 	Template PodCliqueSetTemplateSpec `json:"template"`
 }
 

@@ -1,0 +1,105 @@
+// Package revision is the one place that decides when a PodCliqueSet spec is a new
+// revision. Each role (standalone clique, scaling group, clique inside a group)
+// gets a template hash; the PodCliqueSet revision is a hash of those.
+//
+// What counts: a clique's pod template; for a scaling group, the pod templates,
+// replicas and minAvailable of its cliques (the shape of one group replica, as a
+// LeaderWorkerSet's size is part of its template). What does not: replicas of the
+// PodCliqueSet, of a standalone clique or of a group (those scale), minAvailable of
+// a standalone clique or group, update strategies, and anything outside
+// spec.template. Hashes are taken over the JSON the API stores, in which unset
+// fields are omitted, so an operator upgrade that learns new optional fields does
+// not change them and never rolls pods.
+package revision
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/naming"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// ForSpec returns the revision of a PodCliqueSet spec: its name (as used for the
+// ControllerRevision and the lockstep.dev/podcliqueset-revision label) and the
+// template hash of every role.
+func ForSpec(pcsName string, spec *v1alpha1.PodCliqueSetSpec) (rollout.SetRevision, error) {
+	t := &spec.Template
+	var roles []rollout.RoleRevision
+	for i := range t.Cliques {
+		c := &t.Cliques[i]
+		h, err := PodTemplateHash(&c.Template)
+		if err != nil {
+			return rollout.SetRevision{}, fmt.Errorf("hashing clique %s: %w", c.Name, err)
+		}
+		roles = append(roles, rollout.RoleRevision{Role: c.Name, Revision: h})
+	}
+	for i := range t.PodCliqueScalingGroups {
+		g := &t.PodCliqueScalingGroups[i]
+		h, err := GroupHash(t, g)
+		if err != nil {
+			return rollout.SetRevision{}, fmt.Errorf("hashing scaling group %s: %w", g.Name, err)
+		}
+		roles = append(roles, rollout.RoleRevision{Role: g.Name, Revision: h})
+	}
+	sort.Slice(roles, func(i, j int) bool { return roles[i].Role < roles[j].Role })
+	setHash, err := hash(roles)
+	if err != nil {
+		return rollout.SetRevision{}, err
+	}
+	return rollout.SetRevision{Name: naming.Revision(pcsName, setHash), Roles: roles}, nil
+}
+
+// PodTemplateHash is the hash of one pod template; pods carry it in the
+// lockstep.dev/template-hash label.
+func PodTemplateHash(t *corev1.PodTemplateSpec) (string, error) {
+	return hash(t)
+}
+
+// groupMember is what of a member clique shapes a group replica.
+type groupMember struct {
+	Name         string                 `json:"name"`
+	Replicas     int32                  `json:"replicas"`
+	MinAvailable int32                  `json:"minAvailable"`
+	Template     corev1.PodTemplateSpec `json:"template"`
+}
+
+// GroupHash is the hash of one scaling group's replica shape.
+func GroupHash(t *v1alpha1.PodCliqueSetTemplateSpec, g *v1alpha1.PodCliqueScalingGroupConfig) (string, error) {
+	members := make([]groupMember, 0, len(g.CliqueNames))
+	for _, n := range g.CliqueNames {
+		c := t.Clique(n)
+		if c == nil {
+			return "", fmt.Errorf("scaling group %s names unknown clique %s", g.Name, n)
+		}
+		members = append(members, groupMember{Name: n, Replicas: c.Replicas, MinAvailable: c.EffectiveMinAvailable(), Template: c.Template})
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+	return hash(members)
+}
+
+// hash is a short, label-safe digest of v's JSON form.
+func hash(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return encode(sum[:]), nil
+}
+
+// encode renders bytes in an alphabet without vowels, so hashes never spell words,
+// truncated to naming.MaxRevisionHashLen characters.
+func encode(b []byte) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	out := make([]byte, naming.MaxRevisionHashLen)
+	for i := range out {
+		out[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(out)
+}
