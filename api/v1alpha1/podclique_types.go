@@ -55,7 +55,8 @@ type PodCliqueStatus struct {
 	// AvailableReplicas counts pods ready for at least minReadySeconds.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
-	// UpdatedReplicas counts pods made from the current template.
+	// UpdatedReplicas counts pods made from the current template, among indices
+	// below replicas (surge pods are not counted).
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 	// UpdatedReadyReplicas counts pods made from the current template that are

@@ -61,7 +61,8 @@ type PodCliqueScalingGroupStatus struct {
 	// available pods.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
-	// UpdatedReplicas counts group replicas made from the current templates.
+	// UpdatedReplicas counts group replicas made from the current templates,
+	// among indices below replicas (surge replicas are not counted).
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 	// UpdatedReadyReplicas counts updated group replicas that are ready; role steps

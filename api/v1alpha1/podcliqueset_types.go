@@ -230,11 +230,24 @@ type PodCliqueSetUpdateProgress struct {
 	// +optional
 	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
 
+	// ProgressCounts are the updated, ready and available units, summed over
+	// every level, when progress was last recorded: a change in any of them is
+	// progress and moves lastProgressAt.
+	// +optional
+	ProgressCounts *UnitCounts `json:"progressCounts,omitempty"`
+
 	// UpdatingReplicas are the PodCliqueSet replicas being updated now.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
 	UpdatingReplicas []PodCliqueSetReplicaUpdateProgress `json:"updatingReplicas,omitempty"`
+}
+
+// UnitCounts are unit counts summed over every level of a PodCliqueSet.
+type UnitCounts struct {
+	Updated   int32 `json:"updated"`
+	Ready     int32 `json:"ready"`
+	Available int32 `json:"available"`
 }
 
 // PodCliqueSetReplicaUpdateProgress is the progress of one PodCliqueSet replica.
