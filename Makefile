@@ -111,6 +111,10 @@ test-unit: $(KUBE_BINS) $(ETCD) ## Unit and envtest integration tests (real kube
 test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## End-to-end tests on a throwaway kwok cluster with the real scheduler.
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
+.PHONY: bench
+bench: ## Planner benchmarks, with figures relative to a baseline measured in the same run.
+	hack/bench.sh
+
 ##@ Local cluster
 
 .PHONY: dev-up
