@@ -27,4 +27,8 @@ const (
 	// (scaling-group replicas) an object was made from; "updated" means it matches
 	// the owner's current template.
 	LabelTemplateHash = "lockstep.dev/template-hash"
+
+	// SchedulingGateBaseGang holds the pods of a scaled gang until the base gang of
+	// their PodCliqueSet replica is scheduled.
+	SchedulingGateBaseGang = "lockstep.dev/base-gang"
 )

@@ -36,6 +36,24 @@ type PodCliqueSpec struct {
 
 	// Template is the pod template pods are updated to.
 	Template corev1.PodTemplateSpec `json:"template"`
+
+	// Gang is the gang the pods join; unset without gang scheduling.
+	// +optional
+	Gang *PodCliqueGang `json:"gang,omitempty"`
+}
+
+// PodCliqueGang places a PodClique's pods in a gang.
+type PodCliqueGang struct {
+	// PodGroupName is the scheduling.k8s.io PodGroup the pods join (through
+	// spec.schedulingGroup), or the gang's name in another scheduler's backend.
+	// +kubebuilder:validation:MinLength=1
+	PodGroupName string `json:"podGroupName"`
+
+	// Gated holds the pods back (with the lockstep.dev/base-gang scheduling gate)
+	// until the owner clears it: the gangs of scaling-group replicas above
+	// minAvailable wait until their PodCliqueSet replica's base gang is scheduled.
+	// +optional
+	Gated bool `json:"gated,omitempty"`
 }
 
 // PodCliqueStatus is the observed state of a PodClique.

@@ -40,6 +40,25 @@ type PodCliqueScalingGroupSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Cliques []PodCliqueTemplateSpec `json:"cliques"`
+
+	// Gang tells the group which gangs its replicas join; unset without gang
+	// scheduling.
+	// +optional
+	Gang *ScalingGroupGang `json:"gang,omitempty"`
+}
+
+// ScalingGroupGang places a scaling group's replicas in gangs: replicas below
+// minAvailable join their PodCliqueSet replica's base gang, the others get a gang
+// each (named after the group replica) that waits for the base gang.
+type ScalingGroupGang struct {
+	// BasePodGroupName is the base gang of the PodCliqueSet replica.
+	// +kubebuilder:validation:MinLength=1
+	BasePodGroupName string `json:"basePodGroupName"`
+
+	// BaseScheduled is set once the base gang is scheduled; until then the gangs
+	// of replicas above minAvailable are gated.
+	// +optional
+	BaseScheduled bool `json:"baseScheduled,omitempty"`
 }
 
 // PodCliqueScalingGroupStatus is the observed state of a PodCliqueScalingGroup.

@@ -37,6 +37,17 @@ func HeadlessService(pcs string, replica int) string {
 	return join(pcs, strconv.Itoa(replica))
 }
 
+// BaseGang is the gang of one PodCliqueSet replica: its standalone cliques and the
+// scaling-group replicas below each group's minAvailable.
+func BaseGang(pcs string, replica int) string {
+	return join(pcs, strconv.Itoa(replica))
+}
+
+// ScaledGang is the gang of one scaling-group replica at or above minAvailable.
+func ScaledGang(scalingGroup string, groupReplica int) string {
+	return join(scalingGroup, strconv.Itoa(groupReplica))
+}
+
 // Revision is the name of the ControllerRevision of a PodCliqueSet template.
 func Revision(pcs, hash string) string {
 	return join(pcs, hash)
