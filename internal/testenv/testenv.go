@@ -64,6 +64,11 @@ func Start(o Options) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	// Serve the alpha gang-scheduling API (Workload, PodGroup) as the local
+	// cluster does, so the native gang backend can be tested here.
+	api := env.ControlPlane.GetAPIServer().Configure()
+	api.Append("feature-gates", "GenericWorkload=true,GangScheduling=true")
+	api.Append("runtime-config", "scheduling.k8s.io/v1alpha2=true")
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		env.BinaryAssetsDirectory = filepath.Join(root, "bin")
 	}
