@@ -18,6 +18,10 @@ const (
 	LabelPodCliqueScalingGroup = "lockstep.dev/podcliquescalinggroup"
 	// LabelPodCliqueScalingGroupReplicaIndex is the index of the scaling-group replica.
 	LabelPodCliqueScalingGroupReplicaIndex = "lockstep.dev/podcliquescalinggroup-replica-index"
+	// LabelPodClique names the PodClique a pod belongs to.
+	LabelPodClique = "lockstep.dev/podclique"
+	// LabelSurge marks a unit created above replicas for a rollout ("true").
+	LabelSurge = "lockstep.dev/surge"
 	// LabelPodIndex is the stable index of a pod inside its PodClique.
 	LabelPodIndex = "lockstep.dev/pod-index"
 	// LabelPodCliqueSetRevision is the PodCliqueSet revision (ControllerRevision name)

@@ -163,4 +163,10 @@ type ChildUpdateStrategy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxUpdated *int32 `json:"maxUpdated,omitempty"`
+
+	// CurrentRevision is the PodCliqueSet revision (ControllerRevision) whose
+	// template units are recreated from while they may not update; empty means
+	// the child's own spec.revision.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
 }
