@@ -63,7 +63,8 @@ type PodCliqueStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Replicas is the number of pods that exist and are not terminating, surge
 	// included.
-	Replicas int32 `json:"replicas"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 	// ScheduledReplicas counts pods bound to a node.
 	// +optional
 	ScheduledReplicas int32 `json:"scheduledReplicas,omitempty"`

@@ -67,7 +67,8 @@ type PodCliqueScalingGroupStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Replicas is the number of group replicas that exist, surge included.
-	Replicas int32 `json:"replicas"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 	// ScheduledReplicas counts group replicas whose every clique has minAvailable
 	// pods bound to nodes.
 	// +optional

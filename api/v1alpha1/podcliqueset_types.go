@@ -167,7 +167,8 @@ type PodCliqueSetStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Replicas is the number of PodCliqueSet replicas that exist, surge included.
-	Replicas int32 `json:"replicas"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 
 	// ReadyReplicas counts replicas whose every clique has at least minAvailable
 	// ready pods.

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
 )
@@ -111,6 +112,10 @@ func runOperator(o *operatorOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := controller.Setup(mgr); err != nil {
+		return err
 	}
 
 	certsReady := make(chan struct{})

@@ -39,6 +39,8 @@ type Env struct {
 type Options struct {
 	// Webhooks serves Lockstep's admission webhooks from this process.
 	Webhooks bool
+	// Setup registers controllers with the manager the environment runs.
+	Setup func(ctrl.Manager) error
 }
 
 // RepoRoot is the root of this repository, found from this source file.
@@ -84,8 +86,8 @@ func Start(o Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	if o.Webhooks {
-		if err := e.serveWebhooks(); err != nil {
+	if o.Webhooks || o.Setup != nil {
+		if err := e.runManager(o); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
@@ -93,24 +95,39 @@ func Start(o Options) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) serveWebhooks() error {
+// runManager runs a manager with the webhooks and the controllers asked for.
+func (e *Env) runManager(o Options) error {
 	wo := &e.env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		return fmt.Errorf("creating webhook manager: %w", err)
+	opts := ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
 	}
-	if err := lockstepwebhook.Setup(mgr); err != nil {
-		return err
+	if o.Webhooks {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		})
+	}
+	mgr, err := ctrl.NewManager(e.Config, opts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if o.Webhooks {
+		if err := lockstepwebhook.Setup(mgr); err != nil {
+			return err
+		}
+	}
+	if o.Setup != nil {
+		if err := o.Setup(mgr); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan error, 1)
 	go func() { e.done <- mgr.Start(ctx) }()
+	if !o.Webhooks {
+		return nil
+	}
 	// Wait until the apiserver can reach the webhook server.
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -625,7 +625,15 @@ func validatePodClique(pclq *v1alpha1.PodClique) *collector {
 	c.validateReplicaCounts(sp, pclq.Spec.Replicas, pclq.Spec.MinAvailable)
 	c.validateChildStrategy(sp.Child("updateStrategy"), &pclq.Spec.UpdateStrategy, pclq.Spec.Replicas)
 	c.validatePodTemplate(sp.Child("template"), &pclq.Spec.Template)
+	c.validateRevisionName(sp.Child("revision"), pclq.Spec.Revision)
 	return c
+}
+
+// validateRevisionName: revisions become label values on every pod.
+func (v *collector) validateRevisionName(p *field.Path, name string) {
+	for _, msg := range validation.IsValidLabelValue(name) {
+		v.add(field.Invalid(p, name, "must be usable as a label value: "+msg))
+	}
 }
 
 // validateScalingGroup checks a PodCliqueScalingGroup's own fields.
@@ -634,6 +642,7 @@ func validateScalingGroup(g *v1alpha1.PodCliqueScalingGroup) *collector {
 	sp := field.NewPath("spec")
 	c.validateReplicaCounts(sp, g.Spec.Replicas, g.Spec.MinAvailable)
 	c.validateChildStrategy(sp.Child("updateStrategy"), &g.Spec.UpdateStrategy, g.Spec.Replicas)
+	c.validateRevisionName(sp.Child("revision"), g.Spec.Revision)
 	cp := sp.Child("cliques")
 	if len(g.Spec.Cliques) == 0 {
 		c.add(field.Required(cp, "a scaling group needs at least one clique"))
@@ -655,6 +664,7 @@ func (v *collector) validateChildStrategy(p *field.Path, s *v1alpha1.ChildUpdate
 		v.add(field.NotSupported(p.Child("type"), s.Type, []string{string(v1alpha1.RollingUpdateStrategyType), string(v1alpha1.OnDeleteStrategyType)}))
 	}
 	v.validateLimits(p, s.MaxUnavailable, s.MaxSurge, replicas)
+	v.validateRevisionName(p.Child("currentRevision"), s.CurrentRevision)
 	if s.MaxUpdated != nil && *s.MaxUpdated < 0 {
 		v.add(field.Invalid(p.Child("maxUpdated"), *s.MaxUpdated, "must be greater than or equal to 0"))
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,10 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
@@ -30,8 +34,14 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// Controller errors go to the test log; set LOCKSTEP_TEST_LOG=debug for everything.
+	level := zapcore.ErrorLevel
+	if os.Getenv("LOCKSTEP_TEST_LOG") == "debug" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	var err error
-	env, err = testenv.Start(testenv.Options{Webhooks: true})
+	env, err = testenv.Start(testenv.Options{Webhooks: true, Setup: controller.Setup})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,116 @@
+// Package expectations remembers the writes a controller made that its cache has
+// not shown yet, so that a reconcile running on a stale cache neither creates a
+// unit twice nor counts a unit it already deleted as still available.
+package expectations
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Timeout bounds how long a write is waited for; a watch event lost for longer
+// than this is covered by the next full relist.
+const Timeout = 2 * time.Minute
+
+// Store holds the pending writes of every object a controller owns, keyed by the
+// owner. It is safe for concurrent use.
+type Store[U any] struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	pending map[types.NamespacedName]*owned[U]
+}
+
+type owned[U any] struct {
+	creates map[string]pendingCreate[U] // by object name
+	deletes map[types.UID]time.Time
+}
+
+type pendingCreate[U any] struct {
+	unit U
+	at   time.Time
+}
+
+// New returns an empty store; now is the clock (time.Now in production).
+func New[U any](now func() time.Time) *Store[U] {
+	return &Store[U]{now: now, pending: map[types.NamespacedName]*owned[U]{}}
+}
+
+func (s *Store[U]) of(owner types.NamespacedName) *owned[U] {
+	o := s.pending[owner]
+	if o == nil {
+		o = &owned[U]{creates: map[string]pendingCreate[U]{}, deletes: map[types.UID]time.Time{}}
+		s.pending[owner] = o
+	}
+	return o
+}
+
+// Created records that the owner created the named object, described by unit.
+func (s *Store[U]) Created(owner types.NamespacedName, name string, unit U) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.of(owner).creates[name] = pendingCreate[U]{unit: unit, at: s.now()}
+}
+
+// Deleted records that the owner deleted the object with the given UID.
+func (s *Store[U]) Deleted(owner types.NamespacedName, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.of(owner).deletes[uid] = s.now()
+}
+
+// Observed is what the cache shows of one owned object.
+type Observed struct {
+	Name        string
+	UID         types.UID
+	Terminating bool
+}
+
+// Reconcile drops the writes the cache now shows and returns what is still
+// pending: units created but not yet seen, and UIDs deleted but still seen alive.
+// The controller plans as if those writes were visible.
+func (s *Store[U]) Reconcile(owner types.NamespacedName, seen []Observed) (unseenCreates []U, unseenDeletes map[types.UID]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.pending[owner]
+	if o == nil {
+		return nil, nil
+	}
+	now := s.now()
+	byName := make(map[string]Observed, len(seen))
+	byUID := make(map[types.UID]Observed, len(seen))
+	for _, obj := range seen {
+		byName[obj.Name] = obj
+		byUID[obj.UID] = obj
+	}
+	for name, c := range o.creates {
+		if _, ok := byName[name]; ok || now.Sub(c.at) > Timeout {
+			delete(o.creates, name)
+			continue
+		}
+		unseenCreates = append(unseenCreates, c.unit)
+	}
+	for uid, at := range o.deletes {
+		obj, ok := byUID[uid]
+		if !ok || obj.Terminating || now.Sub(at) > Timeout {
+			delete(o.deletes, uid)
+			continue
+		}
+		if unseenDeletes == nil {
+			unseenDeletes = map[types.UID]bool{}
+		}
+		unseenDeletes[uid] = true
+	}
+	if len(o.creates) == 0 && len(o.deletes) == 0 {
+		delete(s.pending, owner)
+	}
+	return unseenCreates, unseenDeletes
+}
+
+// Forget drops everything pending for an owner (when it is deleted).
+func (s *Store[U]) Forget(owner types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, owner)
+}

@@ -1,0 +1,139 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/naming"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// inheritedLabels are the owner's labels every pod carries.
+var inheritedLabels = []string{
+	v1alpha1.LabelPodCliqueSet, v1alpha1.LabelPodCliqueSetReplicaIndex, v1alpha1.LabelClique,
+	v1alpha1.LabelPodCliqueScalingGroup, v1alpha1.LabelPodCliqueScalingGroupReplicaIndex,
+}
+
+// newPod builds the pod at index from template t.
+func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.Pod {
+	name := naming.Pod(pclq.Name, int(c.Index))
+	labels := maps.Clone(t.spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range inheritedLabels {
+		if v, ok := pclq.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+	labels[v1alpha1.LabelPodClique] = pclq.Name
+	labels[v1alpha1.LabelPodIndex] = strconv.Itoa(int(c.Index))
+	labels[v1alpha1.LabelTemplateHash] = t.hash
+	if t.setRevision != "" {
+		labels[v1alpha1.LabelPodCliqueSetRevision] = t.setRevision
+	}
+	if c.Surge {
+		labels[v1alpha1.LabelSurge] = "true"
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       pclq.Namespace,
+			Labels:          labels,
+			Annotations:     maps.Clone(t.spec.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pclq, v1alpha1.GroupVersion.WithKind("PodClique"))},
+		},
+		Spec: *t.spec.Spec.DeepCopy(),
+	}
+	// Stable DNS: <pod>.<pcs>-<replica> under the replica's headless Service.
+	pod.Spec.Hostname = name
+	if pcs, ok := pclq.Labels[v1alpha1.LabelPodCliqueSet]; ok {
+		if idx, err := strconv.Atoi(pclq.Labels[v1alpha1.LabelPodCliqueSetReplicaIndex]); err == nil {
+			pod.Spec.Subdomain = naming.HeadlessService(pcs, idx)
+		}
+	}
+	if g := pclq.Spec.Gang; g != nil {
+		group := g.PodGroupName
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+		if g.Gated {
+			pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.SchedulingGateBaseGang})
+		}
+	}
+	return pod
+}
+
+// apply carries out a plan: deletes first (they free indices and budget), then
+// creates. Both are idempotent: pod names are fixed by index, and deletes are
+// conditional on the UID that was observed.
+func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates) error {
+	for _, d := range plan.Deletes {
+		pod := obs.pods[d.Index]
+		if pod == nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		uid := pod.UID
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+		}
+		r.Expectations.Deleted(key(pclq), uid)
+		r.Recorder.Eventf(pclq, pod, corev1.EventTypeNormal, "DeletedPod", "Delete",
+			"Deleted pod %s (index %d, revision %s): %s", pod.Name, d.Index, pod.Labels[v1alpha1.LabelTemplateHash], d.Reason)
+	}
+	for _, c := range plan.Creates {
+		tmpl, ok := t.forHash(c.Revision)
+		if !ok {
+			return fmt.Errorf("PodClique %s: no template for revision %s", pclq.Name, c.Revision)
+		}
+		pod := newPod(pclq, c, tmpl)
+		err := r.Client.Create(ctx, pod)
+		if apierrors.IsAlreadyExists(err) {
+			continue // an earlier create the cache has not shown; the pod's own event brings us back
+		}
+		if err != nil {
+			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		}
+		r.Expectations.Created(key(pclq), pod.Name, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time})
+		what := "pod"
+		if c.Surge {
+			what = "surge pod"
+		}
+		r.Recorder.Eventf(pclq, pod, corev1.EventTypeNormal, "CreatedPod", "Create",
+			"Created %s %s (index %d, revision %s)", what, pod.Name, c.Index, c.Revision)
+	}
+	return nil
+}
+
+// releaseGate removes the base-gang scheduling gate from pods once the owner has
+// cleared it in the spec.
+func (r *Reconciler) releaseGate(ctx context.Context, pclq *v1alpha1.PodClique, pods []corev1.Pod) error {
+	if g := pclq.Spec.Gang; g != nil && g.Gated {
+		return nil
+	}
+	for i := range pods {
+		p := &pods[i]
+		kept := p.Spec.SchedulingGates[:0:0]
+		for _, g := range p.Spec.SchedulingGates {
+			if g.Name != v1alpha1.SchedulingGateBaseGang {
+				kept = append(kept, g)
+			}
+		}
+		if len(kept) == len(p.Spec.SchedulingGates) || p.DeletionTimestamp != nil {
+			continue
+		}
+		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		p.Spec.SchedulingGates = kept
+		if err := r.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing the gang gate of pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package podclique reconciles PodCliques: it keeps a clique's pods at stable
+// indices and moves them to the template its owner wrote into the spec, as far
+// as the owner allows, by asking the planner what to create and delete next.
+package podclique
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Reconciler reconciles one PodClique at a time: observe, plan, apply.
+type Reconciler struct {
+	Client       client.Client
+	Recorder     events.EventRecorder
+	Expectations *expectations.Store[rollout.Unit]
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler; it wakes up on PodCliques and on
+// changes of the pods they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Expectations == nil {
+		r.Expectations = expectations.New[rollout.Unit](r.Now)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podclique").
+		For(&v1alpha1.PodClique{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&corev1.Pod{}).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pclq := &v1alpha1.PodClique{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pclq.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := r.Now()
+	templates, err := r.templates(ctx, pclq)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pods, err := r.ownedPods(ctx, pclq)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs := r.observe(pclq, pods, now)
+	policy := rollout.PolicyFromChildSpec(pclq.Spec.UpdateStrategy, pclq.Spec.Replicas,
+		templates.update.hash, templates.current.hash, rollout.KindClique)
+	plan, err := rollout.PlanLevel(policy, obs.units)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", req.NamespacedName, err)
+	}
+	if err := r.apply(ctx, pclq, plan, obs, templates); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseGate(ctx, pclq, pods); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, pclq, plan, obs, templates, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, nil
+}
+
+// ownedPods lists the pods of a PodClique from the cache.
+func (r *Reconciler) ownedPods(ctx context.Context, pclq *v1alpha1.PodClique) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pclq.Namespace),
+		client.MatchingLabels{v1alpha1.LabelPodClique: pclq.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods of PodClique %s: %w", pclq.Name, err)
+	}
+	owned := list.Items[:0]
+	for _, p := range list.Items {
+		if metav1IsControlledBy(&p, pclq) {
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
+}
+
+func key(o client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
