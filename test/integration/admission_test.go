@@ -362,3 +362,23 @@ func TestAdmission_ScaleSubresourceScalesWithoutRevisionChange(t *testing.T) {
 func intOrStr(i int) intstr.IntOrString { return intstr.FromInt(i) }
 
 func ptr[T any](v T) *T { return &v }
+
+// The pod templates' metadata must survive the CRD schema (embedded ObjectMeta is
+// pruned unless the schema describes it).
+func TestAdmission_KeepsPodTemplateMetadata(t *testing.T) {
+	ctx := context.Background()
+	pcs := minimalPCS(newNamespace(t), "keeps-metadata")
+	pcs.Spec.Template.Cliques[0].Template.Labels = map[string]string{"app": "worker"}
+	pcs.Spec.Template.Cliques[0].Template.Annotations = map[string]string{"example.com/note": "kept"}
+	if err := env.Client.Create(ctx, pcs); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.PodCliqueSet
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &got); err != nil {
+		t.Fatal(err)
+	}
+	meta := got.Spec.Template.Cliques[0].Template.ObjectMeta
+	if meta.Labels["app"] != "worker" || meta.Annotations["example.com/note"] != "kept" {
+		t.Fatalf("pod template metadata lost: %+v", meta)
+	}
+}
