@@ -6,6 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
+	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
 )
 
 // Setup registers every Lockstep reconciler with the manager.
@@ -15,6 +16,12 @@ func Setup(mgr ctrl.Manager) error {
 		Recorder: mgr.GetEventRecorder("lockstep-podclique"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
+	}
+	if err := (&podcliquescalinggroup.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("lockstep-podcliquescalinggroup"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	return nil
 }

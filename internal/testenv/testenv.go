@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"time"
@@ -33,6 +34,7 @@ type Env struct {
 	env    *envtest.Environment
 	cancel context.CancelFunc
 	done   chan error
+	gc     *exec.Cmd
 }
 
 // Options choose what runs besides the apiserver.
@@ -82,6 +84,10 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("starting envtest (run `make tools` to build bin/kube-apiserver and bin/etcd): %w", err)
 	}
 	e := &Env{Config: cfg, Scheme: scheme, env: env}
+	if err := e.startGarbageCollector(root); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		_ = env.Stop()
 		return nil, err
@@ -141,8 +147,47 @@ func (e *Env) runManager(o Options) error {
 	}
 }
 
+// startGarbageCollector runs kube-controller-manager's garbage collector (and
+// nothing else) against the apiserver: Lockstep relies on owner references to
+// remove a deleted object's pods, and envtest has no controller manager.
+func (e *Env) startGarbageCollector(root string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "gc", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding a user for the garbage collector: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "lockstep-gc-")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin", "kube-controller-manager")
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
+		bin = filepath.Join(assets, "kube-controller-manager")
+	}
+	e.gc = exec.Command(bin, "--kubeconfig="+path, "--controllers=garbagecollector", "--leader-elect=false",
+		"--secure-port=0", "--concurrent-gc-syncs=5", "--v=0")
+	if out := os.Getenv("LOCKSTEP_TEST_GC_LOG"); out != "" {
+		e.gc.Stdout, e.gc.Stderr = os.Stderr, os.Stderr
+	}
+	if err := e.gc.Start(); err != nil {
+		return fmt.Errorf("starting the garbage collector (%s; run `make tools`): %w", bin, err)
+	}
+	return nil
+}
+
 // Stop shuts the control plane (and webhook server) down.
 func (e *Env) Stop() error {
+	if e.gc != nil && e.gc.Process != nil {
+		_ = e.gc.Process.Kill()
+		_ = e.gc.Wait()
+	}
 	if e.cancel != nil {
 		e.cancel()
 		if err := <-e.done; err != nil {

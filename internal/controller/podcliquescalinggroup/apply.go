@@ -1,0 +1,131 @@
+package podcliquescalinggroup
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/naming"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// apply deletes the group replicas the plan removes (all their member PodCliques)
+// and creates the ones it adds.
+func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs observation, t groupTemplates) error {
+	for _, d := range plan.Deletes {
+		for _, c := range obs.members[d.Index] {
+			uid := c.UID
+			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
+			}
+			r.Expectations.Deleted(key(g), uid)
+		}
+		if len(obs.members[d.Index]) > 0 {
+			r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "DeletedGroupReplica", "Delete",
+				"Deleted group replica %d (revision %s): %s", d.Index, obs.members[d.Index][0].Labels[v1alpha1.LabelTemplateHash], d.Reason)
+		}
+	}
+	for _, c := range plan.Creates {
+		tmpl, ok := t.forHash(c.Revision)
+		if !ok {
+			return fmt.Errorf("PodCliqueScalingGroup %s: no template for revision %s", g.Name, c.Revision)
+		}
+		for i := range tmpl.cliques {
+			pclq := memberPodClique(g, c, tmpl, &tmpl.cliques[i])
+			err := r.Client.Create(ctx, pclq)
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
+			}
+			r.Expectations.Created(key(g), pclq.Name, rollout.GroupReplicaObservation{
+				Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pclq.CreationTimestamp.Time})
+		}
+		what := "group replica"
+		if c.Surge {
+			what = "surge group replica"
+		}
+		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "CreatedGroupReplica", "Create",
+			"Created %s %d (revision %s)", what, c.Index, c.Revision)
+	}
+	return nil
+}
+
+// memberPodClique is one clique of group replica c.
+func memberPodClique(g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t groupTemplate, clique *v1alpha1.PodCliqueTemplateSpec) *v1alpha1.PodClique {
+	labels := maps.Clone(g.Labels)
+	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+	labels[v1alpha1.LabelClique] = clique.Name
+	labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex] = strconv.Itoa(int(c.Index))
+	labels[v1alpha1.LabelTemplateHash] = t.hash
+	if t.setRevision != "" {
+		labels[v1alpha1.LabelPodCliqueSetRevision] = t.setRevision
+	}
+	delete(labels, v1alpha1.LabelSurge)
+	if c.Surge {
+		labels[v1alpha1.LabelSurge] = "true"
+	}
+	minAvailable := clique.EffectiveMinAvailable()
+	return &v1alpha1.PodClique{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            naming.GroupPodClique(g.Name, int(c.Index), clique.Name),
+			Namespace:       g.Namespace,
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(g, v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup"))},
+		},
+		Spec: v1alpha1.PodCliqueSpec{
+			Replicas:        clique.Replicas,
+			MinAvailable:    &minAvailable,
+			MinReadySeconds: g.Spec.MinReadySeconds,
+			Revision:        t.setRevision,
+			// A group replica is replaced whole, never pod by pod: its cliques
+			// only ever recreate what is deleted, from the template they were made with.
+			UpdateStrategy: v1alpha1.ChildUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType},
+			Template:       clique.Template,
+			Gang:           gangOf(g, c.Index),
+		},
+	}
+}
+
+// gangOf places group replica index in its gang: the base gang below the group's
+// minAvailable, a scaled gang of its own (held until the base gang is scheduled)
+// from there on.
+func gangOf(g *v1alpha1.PodCliqueScalingGroup, index int32) *v1alpha1.PodCliqueGang {
+	if g.Spec.Gang == nil {
+		return nil
+	}
+	minAvailable := g.Spec.Replicas
+	if g.Spec.MinAvailable != nil {
+		minAvailable = *g.Spec.MinAvailable
+	}
+	if rollout.GroupReplicaGang(index, minAvailable) == rollout.BaseGang {
+		return &v1alpha1.PodCliqueGang{PodGroupName: g.Spec.Gang.BasePodGroupName}
+	}
+	return &v1alpha1.PodCliqueGang{PodGroupName: naming.ScaledGang(g.Name, int(index)), Gated: !g.Spec.Gang.BaseScheduled}
+}
+
+// syncGangGates opens the gates of scaled gangs once the base gang is scheduled.
+func (r *Reconciler) syncGangGates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs observation) error {
+	for idx, members := range obs.members {
+		want := gangOf(g, idx)
+		for _, c := range members {
+			if want == nil || c.Spec.Gang == nil || *c.Spec.Gang == *want {
+				continue
+			}
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Spec.Gang = want
+			if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("updating the gang of PodClique %s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+// Package podcliquescalinggroup reconciles PodCliqueScalingGroups: each group
+// replica is a set of member PodCliques (a leader and its workers, say) created,
+// replaced and removed as one unit, as the planner decides.
+package podcliquescalinggroup
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/naming"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Reconciler reconciles one PodCliqueScalingGroup at a time.
+type Reconciler struct {
+	Client       client.Client
+	Recorder     events.EventRecorder
+	Expectations *expectations.Store[rollout.GroupReplicaObservation]
+	Now          func() time.Time
+}
+
+// SetupWithManager registers the reconciler. It wakes up on its groups, their
+// member PodCliques, and the pods of those (readiness decides availability).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Expectations == nil {
+		r.Expectations = expectations.New[rollout.GroupReplicaObservation](r.Now)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podcliquescalinggroup").
+		For(&v1alpha1.PodCliqueScalingGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&v1alpha1.PodClique{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
+		Complete(r)
+}
+
+// groupOfPod maps a pod of a group replica to its PodCliqueScalingGroup.
+func groupOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	group, ok := l[v1alpha1.LabelPodCliqueScalingGroup]
+	if !ok {
+		return nil
+	}
+	idx, err := strconv.Atoi(l[v1alpha1.LabelPodCliqueSetReplicaIndex])
+	if err != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{
+		Namespace: o.GetNamespace(), Name: naming.ScalingGroup(l[v1alpha1.LabelPodCliqueSet], idx, group)}}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	g := &v1alpha1.PodCliqueScalingGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, g); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !g.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := r.Now()
+	templates, err := r.templates(ctx, g)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs, err := r.observe(ctx, g, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	policy := rollout.PolicyFromChildSpec(g.Spec.UpdateStrategy, g.Spec.Replicas, templates.update.hash, templates.current.hash, rollout.KindGroup)
+	plan, err := rollout.PlanLevel(policy, rollout.GroupUnits(memberMinimums(g), obs.replicas))
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", req.NamespacedName, err)
+	}
+	if err := r.apply(ctx, g, plan, obs, templates); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncGangGates(ctx, g, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, r.updateStatus(ctx, g, plan, obs, templates.update.hash, now)
+}
+
+// groupTemplate is one shape of a group replica: the member cliques and the hash
+// of that shape.
+type groupTemplate struct {
+	cliques     []v1alpha1.PodCliqueTemplateSpec
+	hash        string
+	setRevision string
+}
+
+type groupTemplates struct{ update, current groupTemplate }
+
+func (t groupTemplates) forHash(h string) (groupTemplate, bool) {
+	switch h {
+	case t.update.hash:
+		return t.update, true
+	case t.current.hash:
+		return t.current, true
+	}
+	return groupTemplate{}, false
+}
+
+// templates are the shape the group moves to (its spec) and the shape held-back
+// replicas are recreated with (the current revision's).
+func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (groupTemplates, error) {
+	h, err := hashOf(g.Spec.Cliques)
+	if err != nil {
+		return groupTemplates{}, err
+	}
+	update := groupTemplate{cliques: g.Spec.Cliques, hash: h, setRevision: g.Spec.Revision}
+	cur := g.Spec.UpdateStrategy.CurrentRevision
+	if cur == "" || cur == g.Spec.Revision {
+		return groupTemplates{update: update, current: update}, nil
+	}
+	var cr appsv1.ControllerRevision
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: cur}, &cr); err != nil {
+		return groupTemplates{}, fmt.Errorf("reading revision %s for PodCliqueScalingGroup %s: %w", cur, g.Name, err)
+	}
+	rev, t, err := revision.Decode(&cr)
+	if err != nil {
+		return groupTemplates{}, err
+	}
+	name := g.Labels[v1alpha1.LabelPodCliqueScalingGroup]
+	cfg := groupConfig(t, name)
+	if cfg == nil {
+		return groupTemplates{}, fmt.Errorf("revision %s has no scaling group %s", cur, name)
+	}
+	var cliques []v1alpha1.PodCliqueTemplateSpec
+	for _, n := range cfg.CliqueNames {
+		if c := t.Clique(n); c != nil {
+			cliques = append(cliques, *c)
+		}
+	}
+	curHash, ok := rev.Role(name)
+	if !ok {
+		return groupTemplates{}, fmt.Errorf("revision %s has no hash for scaling group %s", cur, name)
+	}
+	return groupTemplates{update: update, current: groupTemplate{cliques: cliques, hash: curHash, setRevision: cur}}, nil
+}
+
+func groupConfig(t *v1alpha1.PodCliqueSetTemplateSpec, name string) *v1alpha1.PodCliqueScalingGroupConfig {
+	for i := range t.PodCliqueScalingGroups {
+		if t.PodCliqueScalingGroups[i].Name == name {
+			return &t.PodCliqueScalingGroups[i]
+		}
+	}
+	return nil
+}
+
+// hashOf is the group hash of a scaling group's member cliques, the same one
+// revision.ForSpec gives the group's role.
+func hashOf(cliques []v1alpha1.PodCliqueTemplateSpec) (string, error) {
+	t := &v1alpha1.PodCliqueSetTemplateSpec{Cliques: cliques}
+	cfg := &v1alpha1.PodCliqueScalingGroupConfig{}
+	for _, c := range cliques {
+		cfg.CliqueNames = append(cfg.CliqueNames, c.Name)
+	}
+	return revision.GroupHash(t, cfg)
+}
+
+func memberMinimums(g *v1alpha1.PodCliqueScalingGroup) []rollout.MemberMinimum {
+	out := make([]rollout.MemberMinimum, 0, len(g.Spec.Cliques))
+	for i := range g.Spec.Cliques {
+		c := &g.Spec.Cliques[i]
+		out = append(out, rollout.MemberMinimum{Clique: c.Name, MinAvailable: c.EffectiveMinAvailable()})
+	}
+	return out
+}
+
+func key(o client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}

@@ -1,0 +1,68 @@
+// Package pods reads what the planner needs to know about a pod: its index,
+// revision and health. Every controller observes pods through it.
+package pods
+
+import (
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Unit describes one pod for the planner; ok is false for a pod without an index
+// label (not one of ours: indices are written at creation, never parsed from names).
+func Unit(p *corev1.Pod, minReadySeconds int32, now time.Time) (u rollout.Unit, ok bool) {
+	idx, err := strconv.ParseInt(p.Labels[v1alpha1.LabelPodIndex], 10, 32)
+	if err != nil {
+		return rollout.Unit{}, false
+	}
+	ready, since := Ready(p)
+	return rollout.Unit{
+		Index:       int32(idx),
+		Revision:    p.Labels[v1alpha1.LabelTemplateHash],
+		Surge:       p.Labels[v1alpha1.LabelSurge] == "true",
+		Scheduled:   p.Spec.NodeName != "",
+		Ready:       ready,
+		Available:   rollout.PodAvailable(ready, since, minReadySeconds, now),
+		Terminating: p.DeletionTimestamp != nil,
+		CreatedAt:   p.CreationTimestamp.Time,
+		ReadySince:  since,
+	}, true
+}
+
+// Ready reports the pod's Ready condition and since when it holds.
+func Ready(p *corev1.Pod) (bool, time.Time) {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false, time.Time{}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}
+
+// UntilAvailable is how long a ready pod still waits for minReadySeconds, with a
+// little slack so a requeue lands after the moment, not before it.
+func UntilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	ready, since := Ready(p)
+	if !ready || minReadySeconds == 0 {
+		return 0
+	}
+	if wait := since.Add(time.Duration(minReadySeconds) * time.Second).Sub(now); wait > 0 {
+		return wait + 100*time.Millisecond
+	}
+	return 0
+}
+
+// Sooner returns the earlier of two positive waits (0 means none).
+func Sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
