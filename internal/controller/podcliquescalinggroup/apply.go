@@ -18,18 +18,18 @@ import (
 
 // apply deletes the group replicas the plan removes (all their member PodCliques)
 // and creates the ones it adds.
-func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs observation, t groupTemplates) error {
+func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs Observation, t groupTemplates) error {
 	for _, d := range plan.Deletes {
-		for _, c := range obs.members[d.Index] {
+		for _, c := range obs.Members[d.Index] {
 			uid := c.UID
 			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 			}
 			r.Expectations.Deleted(key(g), uid)
 		}
-		if len(obs.members[d.Index]) > 0 {
+		if len(obs.Members[d.Index]) > 0 {
 			r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "DeletedGroupReplica", "Delete",
-				"Deleted group replica %d (revision %s): %s", d.Index, obs.members[d.Index][0].Labels[v1alpha1.LabelTemplateHash], d.Reason)
+				"Deleted group replica %d (revision %s): %s", d.Index, obs.Members[d.Index][0].Labels[v1alpha1.LabelTemplateHash], d.Reason)
 		}
 	}
 	for _, c := range plan.Creates {
@@ -113,8 +113,8 @@ func gangOf(g *v1alpha1.PodCliqueScalingGroup, index int32) *v1alpha1.PodCliqueG
 }
 
 // syncGangGates opens the gates of scaled gangs once the base gang is scheduled.
-func (r *Reconciler) syncGangGates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs observation) error {
-	for idx, members := range obs.members {
+func (r *Reconciler) syncGangGates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs Observation) error {
+	for idx, members := range obs.Members {
 		want := gangOf(g, idx)
 		for _, c := range members {
 			if want == nil || c.Spec.Gang == nil || *c.Spec.Gang == *want {

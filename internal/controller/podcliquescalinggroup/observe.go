@@ -17,13 +17,13 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
-// observation is the group's replicas as the planner sees them, and the member
+// Observation is the group's replicas as the planner sees them, and the member
 // PodCliques that make them up.
-type observation struct {
-	replicas []rollout.GroupReplicaObservation
-	members  map[int32][]*v1alpha1.PodClique // live member PodCliques by group-replica index
-	// nextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
-	nextAvailableIn time.Duration
+type Observation struct {
+	Replicas []rollout.GroupReplicaObservation
+	Members  map[int32][]*v1alpha1.PodClique // live member PodCliques by group-replica index
+	// NextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
+	NextAvailableIn time.Duration
 }
 
 // selector picks the objects of this group: its PodCliqueSet replica and group name.
@@ -35,19 +35,56 @@ func selector(g *v1alpha1.PodCliqueScalingGroup) client.MatchingLabels {
 	}
 }
 
-// observe groups the member PodCliques and their pods by group-replica index. A
-// replica whose PodCliques are being deleted, or are gone while pods remain, is
-// terminating: it still counts toward the total and keeps its index.
-func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, now time.Time) (observation, error) {
+// observe lists the group's member PodCliques and pods and groups them by
+// group-replica index.
+func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, now time.Time) (Observation, error) {
 	var cliques v1alpha1.PodCliqueList
 	if err := r.Client.List(ctx, &cliques, client.InNamespace(g.Namespace), selector(g)); err != nil {
-		return observation{}, fmt.Errorf("listing PodCliques of %s: %w", g.Name, err)
+		return Observation{}, fmt.Errorf("listing PodCliques of %s: %w", g.Name, err)
 	}
 	var podList corev1.PodList
 	if err := r.Client.List(ctx, &podList, client.InNamespace(g.Namespace), selector(g)); err != nil {
-		return observation{}, fmt.Errorf("listing pods of %s: %w", g.Name, err)
+		return Observation{}, fmt.Errorf("listing pods of %s: %w", g.Name, err)
 	}
-	obs := observation{members: map[int32][]*v1alpha1.PodClique{}}
+	owned := cliques.Items[:0]
+	for _, c := range cliques.Items {
+		if ref := metav1.GetControllerOf(&c); ref != nil && ref.UID == g.UID {
+			owned = append(owned, c)
+		}
+	}
+	obs := ObserveReplicas(owned, podList.Items, g.Spec.MinReadySeconds, now)
+	seen := make([]expectations.Observed, 0, len(owned))
+	for _, c := range owned {
+		seen = append(seen, expectations.Observed{Name: c.Name, UID: c.UID, Terminating: c.DeletionTimestamp != nil})
+	}
+	unseenCreates, unseenDeletes := r.Expectations.Reconcile(key(g), seen)
+	present := map[int32]bool{}
+	for i := range obs.Replicas {
+		rep := &obs.Replicas[i]
+		present[rep.Index] = true
+		for _, c := range obs.Members[rep.Index] {
+			if unseenDeletes[c.UID] {
+				rep.Terminating = true
+			}
+		}
+	}
+	for _, c := range unseenCreates {
+		if !present[c.Index] { // one expectation per member PodClique: keep the first
+			present[c.Index] = true
+			obs.Replicas = append(obs.Replicas, c)
+		}
+	}
+	sort.Slice(obs.Replicas, func(i, j int) bool { return obs.Replicas[i].Index < obs.Replicas[j].Index })
+	return obs, nil
+}
+
+// ObserveReplicas groups a scaling group's member PodCliques and their pods by
+// group-replica index, as planner observations. A replica whose PodCliques are
+// being deleted, or are gone while pods remain, is terminating: it still counts
+// toward the total and keeps its index. The PodCliqueSet controller observes its
+// groups with the same function.
+func ObserveReplicas(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds int32, now time.Time) Observation {
+	obs := Observation{Members: map[int32][]*v1alpha1.PodClique{}}
 	byIndex := map[int32]*rollout.GroupReplicaObservation{}
 	replica := func(idx int32) *rollout.GroupReplicaObservation {
 		if byIndex[idx] == nil {
@@ -55,15 +92,12 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 		}
 		return byIndex[idx]
 	}
-	var seen []expectations.Observed
-	for i := range cliques.Items {
-		c := &cliques.Items[i]
-		ref := metav1.GetControllerOf(c)
+	for i := range cliques {
+		c := &cliques[i]
 		idx, err := strconv.Atoi(c.Labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex])
-		if ref == nil || ref.UID != g.UID || err != nil {
+		if err != nil {
 			continue
 		}
-		seen = append(seen, expectations.Observed{Name: c.Name, UID: c.UID, Terminating: c.DeletionTimestamp != nil})
 		rep := replica(int32(idx))
 		rep.Revision = c.Labels[v1alpha1.LabelTemplateHash]
 		rep.Surge = rep.Surge || c.Labels[v1alpha1.LabelSurge] == "true"
@@ -73,25 +107,23 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 		}
 		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique]})
 		if c.DeletionTimestamp == nil {
-			obs.members[int32(idx)] = append(obs.members[int32(idx)], c)
+			obs.Members[int32(idx)] = append(obs.Members[int32(idx)], c)
 		}
 	}
-	for i := range podList.Items {
-		p := &podList.Items[i]
+	for i := range podList {
+		p := &podList[i]
 		idx, err := strconv.Atoi(p.Labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex])
 		if err != nil {
 			continue
 		}
-		u, ok := pods.Unit(p, g.Spec.MinReadySeconds, now)
+		u, ok := pods.Unit(p, minReadySeconds, now)
 		if !ok {
 			continue
 		}
 		rep, known := byIndex[int32(idx)]
 		if !known {
-			// Pods outlive their deleted PodClique for a while: the replica is still going.
 			rep = replica(int32(idx))
 			rep.Terminating = true
-			rep.Revision = "" // gone: its revision no longer matters
 		}
 		clique := p.Labels[v1alpha1.LabelClique]
 		found := false
@@ -104,23 +136,11 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 		if !found {
 			rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: clique, Pods: []rollout.Unit{u}})
 		}
-		obs.nextAvailableIn = pods.Sooner(obs.nextAvailableIn, pods.UntilAvailable(p, g.Spec.MinReadySeconds, now))
+		obs.NextAvailableIn = pods.Sooner(obs.NextAvailableIn, pods.UntilAvailable(p, minReadySeconds, now))
 	}
-	unseenCreates, unseenDeletes := r.Expectations.Reconcile(key(g), seen)
 	for _, rep := range byIndex {
-		for _, c := range obs.members[rep.Index] {
-			if unseenDeletes[c.UID] {
-				rep.Terminating = true
-			}
-		}
-		obs.replicas = append(obs.replicas, *rep)
+		obs.Replicas = append(obs.Replicas, *rep)
 	}
-	for _, c := range unseenCreates {
-		if _, ok := byIndex[c.Index]; !ok {
-			byIndex[c.Index] = &c // one entry per member PodClique: keep the first
-			obs.replicas = append(obs.replicas, c)
-		}
-	}
-	sort.Slice(obs.replicas, func(i, j int) bool { return obs.replicas[i].Index < obs.replicas[j].Index })
-	return obs, nil
+	sort.Slice(obs.Replicas, func(i, j int) bool { return obs.Replicas[i].Index < obs.Replicas[j].Index })
+	return obs
 }

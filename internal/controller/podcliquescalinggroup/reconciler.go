@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	policy := rollout.PolicyFromChildSpec(g.Spec.UpdateStrategy, g.Spec.Replicas, templates.update.hash, templates.current.hash, rollout.KindGroup)
-	plan, err := rollout.PlanLevel(policy, rollout.GroupUnits(memberMinimums(g), obs.replicas))
+	plan, err := rollout.PlanLevel(policy, rollout.GroupUnits(memberMinimums(g), obs.Replicas))
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", req.NamespacedName, err)
 	}
@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncGangGates(ctx, g, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, r.updateStatus(ctx, g, plan, obs, templates.update.hash, now)
+	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, obs, templates.update.hash, now)
 }
 
 // groupTemplate is one shape of a group replica: the member cliques and the hash

@@ -26,8 +26,8 @@ const (
 	maxIndicesInList         = 100
 )
 
-// updateStatus writes what the observation and the plan say about the group.
-func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs observation, updateHash string, now time.Time) error {
+// updateStatus writes what the Observation and the plan say about the group.
+func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs Observation, updateHash string, now time.Time) error {
 	st := g.Status.DeepCopy()
 	ls := plan.Status
 	st.ObservedGeneration = g.Generation
@@ -37,7 +37,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScal
 	st.UpdatedReplicas = ls.UpdatedReplicas
 	st.UpdatedReadyReplicas = ls.UpdatedReadyReplicas
 	st.ScheduledReplicas = 0
-	for _, u := range rollout.GroupUnits(memberMinimums(g), obs.replicas) {
+	for _, u := range rollout.GroupUnits(memberMinimums(g), obs.Replicas) {
 		if u.Scheduled && !u.Terminating {
 			st.ScheduledReplicas++
 		}
