@@ -15,6 +15,7 @@ func main() {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newOperatorCommand())
+	root.AddCommand(newPlanCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/planview"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+	"github.com/lockstep-dev/lockstep/internal/simulate"
+	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
+)
+
+// Exit codes of `lockstep plan`.
+const (
+	exitOK       = 0 // Complete, nothing to roll, or a stall an injected fault explains
+	exitFailed   = 1 // Violation, or Stuck with nothing to explain it
+	exitBadInput = 2 // invalid flags or manifests
+)
+
+// planOptions are the flags of `lockstep plan`.
+type planOptions struct {
+	files   []string
+	startup time.Duration
+	jitter  string
+	seed    uint64
+	fails   []string
+	grace   time.Duration
+	output  string
+	svg     string
+}
+
+const planLong = `Simulate the rollout from one PodCliqueSet manifest to the next, offline.
+
+plan runs the same planner as the operator against a model cluster in simulated
+time: pods become ready --startup after they are created (varied by --jitter,
+drawn from --seed), deleted pods go away after --grace, and --fail makes chosen
+new units never become ready. It prints the timeline of every create and delete
+with the progress of each role, the result and summary figures.
+
+Both manifests are defaulted and validated as the cluster would (the second as an
+update of the first); invalid input is refused with every error.
+
+Exit status: 0 when the rollout completes (or there is nothing to roll, or it
+stalls only because of an injected fault), 1 on an invariant violation or an
+unexplained stall, 2 on invalid flags or manifests.`
+
+const planExample = `  lockstep plan -f current.yaml -f new.yaml
+  lockstep plan -f current.yaml -f new.yaml --startup 45s --jitter 20% --seed 7
+  lockstep plan -f current.yaml -f new.yaml --fail role=decode,after=2
+  kubectl get pcs disagg -o yaml | lockstep plan -f - -f new.yaml --output json --svg plan.svg`
+
+func newPlanCommand() *cobra.Command {
+	return buildPlanCommand(os.Stdin, os.Exit)
+}
+
+// runPlan runs `lockstep plan` with args and returns its exit status; it is the
+// command without the process around it.
+func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	code := exitOK
+	exited := false
+	cmd := buildPlanCommand(stdin, func(c int) {
+		if !exited {
+			code, exited = c, true
+		}
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil && !exited {
+		return exitBadInput
+	}
+	return code
+}
+
+// buildPlanCommand builds the command; exit ends the process with a status
+// (os.Exit, or a recorder in tests). It is called only for non-zero statuses.
+func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:     "plan -f CURRENT.yaml -f NEW.yaml [flags]",
+		Short:   "Simulate a PodCliqueSet rollout offline and show its timeline",
+		Long:    planLong,
+		Example: planExample,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			err := fmt.Errorf("unexpected arguments %q: give the manifests with -f", args)
+			fmt.Fprintf(c.ErrOrStderr(), "lockstep plan: %v\n", err)
+			exit(exitBadInput)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if code := o.run(stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != exitOK {
+				exit(code)
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "lockstep plan: %v\nRun 'lockstep plan --help' for usage.\n", err)
+		exit(exitBadInput)
+		return err
+	})
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil,
+		"A PodCliqueSet manifest; give it twice: the current one, then the new one ('-' reads standard input).")
+	f.DurationVar(&o.startup, "startup", 30*time.Second, "How long a created pod takes to become ready.")
+	f.StringVar(&o.jitter, "jitter", "0", "Vary each start-up uniformly by up to ± this fraction of --startup: 20% or 0.2.")
+	f.Uint64Var(&o.seed, "seed", 1, "Seed of the jitter; the same seed gives the same timeline.")
+	f.StringArrayVar(&o.fails, "fail", nil,
+		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready. Repeatable.")
+	f.DurationVar(&o.grace, "grace", 0, "How long a deleted pod takes to go away.")
+	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json.")
+	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role over time to this file.")
+	return cmd
+}
+
+// run does the work and returns the exit status.
+func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	in, errs := o.input(stdin, stderr)
+	if len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "%v\n", err)
+		}
+		return exitBadInput
+	}
+	if in.FromRevision.Name == in.ToRevision.Name {
+		return o.nothingToRoll(in, stdout, stderr)
+	}
+	p := planview.Simulate(in)
+	var err error
+	if o.output == "json" {
+		err = planview.WriteJSON(stdout, p)
+	} else {
+		err = planview.WriteText(stdout, p)
+	}
+	if err == nil && o.svg != "" {
+		err = writeFile(o.svg, func(w io.Writer) error { return planview.WriteSVG(w, p) })
+		if err == nil && o.output != "json" {
+			fmt.Fprintf(stdout, "\nSVG chart written to %s\n", o.svg)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockstep plan: %v\n", err)
+		return exitFailed
+	}
+	return p.ExitCode()
+}
+
+// nothingToRoll answers when both manifests have the same revision.
+func (o *planOptions) nothingToRoll(in planview.Input, stdout, stderr io.Writer) int {
+	const msg = "no new revision: nothing to roll"
+	if o.output == "json" {
+		doc := planview.NewDocument(planview.New(in, simulate.Result{}))
+		doc.Result = planview.ResultDoc{Kind: "NoChange", Reason: msg}
+		if err := planview.WriteDocument(stdout, doc); err != nil {
+			fmt.Fprintf(stderr, "lockstep plan: %v\n", err)
+			return exitFailed
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s: %s (%s)\n", in.Name, msg, in.ToRevision.Name)
+		if replicasOf(in.From) != replicasOf(in.To) {
+			fmt.Fprintf(stdout, "replicas %d → %d: a replicas change scales in place and starts no rollout\n",
+				replicasOf(in.From), replicasOf(in.To))
+		}
+	}
+	if o.svg != "" {
+		fmt.Fprintf(stderr, "lockstep plan: nothing to roll, %s not written\n", o.svg)
+	}
+	return exitOK
+}
+
+func replicasOf(spec *v1alpha1.PodCliqueSetSpec) int32 {
+	if spec.Replicas == nil {
+		return v1alpha1.DefaultReplicas
+	}
+	return *spec.Replicas
+}
+
+// input checks the flags, reads both manifests and validates them.
+func (o *planOptions) input(stdin io.Reader, stderr io.Writer) (planview.Input, []error) {
+	var errs []error
+	in := planview.Input{Startup: o.startup, Seed: o.seed, Grace: o.grace}
+	if len(o.files) != 2 {
+		errs = append(errs, fmt.Errorf("lockstep plan: give exactly two manifests, -f CURRENT -f NEW (got %d)", len(o.files)))
+	}
+	if len(o.files) == 2 && o.files[0] == "-" && o.files[1] == "-" {
+		errs = append(errs, errors.New("lockstep plan: only one of the manifests can be read from standard input"))
+	}
+	if o.startup < 0 {
+		errs = append(errs, fmt.Errorf("lockstep plan: --startup %s: must not be negative", o.startup))
+	}
+	if o.grace < 0 {
+		errs = append(errs, fmt.Errorf("lockstep plan: --grace %s: must not be negative", o.grace))
+	}
+	if o.output != "text" && o.output != "json" {
+		errs = append(errs, fmt.Errorf("lockstep plan: --output %q: must be text or json", o.output))
+	}
+	jitter, err := parseJitter(o.jitter)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	in.Jitter = jitter
+	for _, f := range o.fails {
+		fault, err := parseFault(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.Faults = append(in.Faults, fault)
+	}
+	if len(errs) > 0 {
+		return in, errs
+	}
+
+	oldPCS, err := readManifest(o.files[0], stdin)
+	if err != nil {
+		return in, []error{err}
+	}
+	newPCS, err := readManifest(o.files[1], stdin)
+	if err != nil {
+		return in, []error{err}
+	}
+	oldPCS.Default()
+	newPCS.Default()
+	if errs := validate(o.files, oldPCS, newPCS, stderr); len(errs) > 0 {
+		return in, errs
+	}
+	for _, f := range in.Faults {
+		if newPCS.Spec.Template.Clique(f.Role) == nil && !isGroup(&newPCS.Spec.Template, f.Role) {
+			errs = append(errs, fmt.Errorf("lockstep plan: --fail role=%s: %s has no clique or scaling group %q (roles: %s)",
+				f.Role, newPCS.Name, f.Role, strings.Join(roleNames(&newPCS.Spec.Template), ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return in, errs
+	}
+	in.Name = newPCS.Name
+	in.From, in.To = &oldPCS.Spec, &newPCS.Spec
+	if in.FromRevision, err = revision.ForSpec(oldPCS.Name, &oldPCS.Spec); err != nil {
+		return in, []error{fmt.Errorf("%s: %w", o.files[0], err)}
+	}
+	if in.ToRevision, err = revision.ForSpec(newPCS.Name, &newPCS.Spec); err != nil {
+		return in, []error{fmt.Errorf("%s: %w", o.files[1], err)}
+	}
+	return in, nil
+}
+
+// validate runs the admission checks: the current manifest as a create, the new
+// one as an update of it. Both must name the same PodCliqueSet.
+func validate(files []string, oldPCS, newPCS *v1alpha1.PodCliqueSet, stderr io.Writer) []error {
+	var errs []error
+	report := func(file string, pcs *v1alpha1.PodCliqueSet, list field.ErrorList) {
+		if len(list) == 0 {
+			return
+		}
+		lines := []string{fmt.Sprintf("%s: PodCliqueSet %q is invalid (%d %s):", file, pcs.Name, len(list), plural(len(list), "error"))}
+		for _, e := range list {
+			lines = append(lines, "  "+e.Error())
+		}
+		errs = append(errs, errors.New(strings.Join(lines, "\n")))
+	}
+	oldErrs, _ := lockstepwebhook.ValidatePodCliqueSet(oldPCS)
+	report(files[0], oldPCS, oldErrs)
+	newErrs, warnings := lockstepwebhook.ValidatePodCliqueSetUpdate(oldPCS, newPCS)
+	meta := field.NewPath("metadata")
+	switch {
+	case newPCS.Name == "":
+		newErrs = append(newErrs, field.Required(meta.Child("name"), "plan needs the PodCliqueSet's name to name its revisions"))
+	case newPCS.Name != oldPCS.Name:
+		newErrs = append(newErrs, field.Invalid(meta.Child("name"), newPCS.Name,
+			fmt.Sprintf("must be the PodCliqueSet of the current manifest (%q): plan simulates an update of one PodCliqueSet", oldPCS.Name)))
+	}
+	if newPCS.Namespace != oldPCS.Namespace && newPCS.Namespace != "" && oldPCS.Namespace != "" {
+		newErrs = append(newErrs, field.Invalid(meta.Child("namespace"), newPCS.Namespace,
+			fmt.Sprintf("must be the namespace of the current manifest (%q)", oldPCS.Namespace)))
+	}
+	report(files[1], newPCS, newErrs)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "Warning: %s: %s\n", files[1], w)
+	}
+	return errs
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+func isGroup(t *v1alpha1.PodCliqueSetTemplateSpec, name string) bool {
+	for _, g := range t.PodCliqueScalingGroups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func roleNames(t *v1alpha1.PodCliqueSetTemplateSpec) []string {
+	var names []string
+	for _, c := range t.Cliques {
+		names = append(names, c.Name)
+	}
+	for _, g := range t.PodCliqueScalingGroups {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+// readManifest reads one PodCliqueSet from a file ("-": stdin). It applies the
+// defaults of the CRD schema that Default cannot tell apart from an explicit 0
+// (the replicas of cliques and scaling groups), and rejects unknown fields as
+// kubectl's strict field validation would.
+func readManifest(name string, stdin io.Reader) (*v1alpha1.PodCliqueSet, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockstep plan: %w", err)
+	}
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one PodCliqueSet, found %d YAML documents", name, len(docs))
+	}
+	js, err := yaml.YAMLToJSON(docs[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(js, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("%s: not a YAML or JSON object", name)
+	}
+	if api, kind := obj["apiVersion"], obj["kind"]; api != v1alpha1.GroupVersion.String() || kind != "PodCliqueSet" {
+		return nil, fmt.Errorf("%s: want apiVersion %s, kind PodCliqueSet; found apiVersion %v, kind %v",
+			name, v1alpha1.GroupVersion.String(), api, kind)
+	}
+	schemaDefaults(obj)
+	pcs := &v1alpha1.PodCliqueSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, pcs, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pcs, nil
+}
+
+// stripComments drops comment lines, so that a document of only comments counts
+// as empty.
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			out = append(out, line)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+// schemaDefaults sets replicas: 1 on every clique and scaling group that omits
+// it, as the apiserver does from the CRD schema before anything else sees the
+// object.
+func schemaDefaults(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	tpl, _ := spec["template"].(map[string]any)
+	for _, key := range []string{"cliques", "podCliqueScalingGroups"} {
+		items, _ := tpl[key].([]any)
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok {
+				if _, set := m["replicas"]; !set {
+					m["replicas"] = int64(1)
+				}
+			}
+		}
+	}
+}
+
+// parseJitter reads "20%" or "0.2".
+func parseJitter(s string) (float64, error) {
+	v, isPercent := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(v, 64)
+	if err == nil && isPercent {
+		f /= 100
+	}
+	if err != nil || f < 0 || f > 1 {
+		return 0, fmt.Errorf("lockstep plan: --jitter %q: want a fraction from 0 to 1 (0.2) or a percentage from 0%% to 100%% (20%%)", s)
+	}
+	return f, nil
+}
+
+// parseFault reads role=ROLE,after=N.
+func parseFault(s string) (simulate.Fault, error) {
+	var f simulate.Fault
+	bad := func(why string) (simulate.Fault, error) {
+		return simulate.Fault{}, fmt.Errorf("lockstep plan: --fail %q: %s; want role=ROLE,after=N (N ≥ 1)", s, why)
+	}
+	for _, part := range strings.Split(s, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return bad(fmt.Sprintf("%q is not key=value", part))
+		}
+		switch key {
+		case "role":
+			f.Role = val
+		case "after":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return bad("after must be a whole number of at least 1")
+			}
+			f.After = n
+		default:
+			return bad(fmt.Sprintf("unknown key %q", key))
+		}
+	}
+	switch {
+	case f.Role == "":
+		return bad("role is missing")
+	case f.After == 0:
+		return bad("after is missing")
+	}
+	return f, nil
+}
+
+// writeFile writes a file through fn, reporting the first error.
+func writeFile(name string, fn func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	err = fn(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/internal/planview"
+)
+
+const disaggregated = "../../examples/disaggregated.yaml"
+
+// writeVariant writes examples/disaggregated.yaml with every old replaced by
+// new, and returns its path.
+func writeVariant(t *testing.T, name string, replacements ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(disaggregated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i+1 < len(replacements); i += 2 {
+		if !strings.Contains(text, replacements[i]) {
+			t.Fatalf("the example has no %q", replacements[i])
+		}
+		text = strings.ReplaceAll(text, replacements[i], replacements[i+1])
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// newImage is the disaggregated example with a new engine image: prefill and
+// decode change, the frontend does not.
+func newImage(t *testing.T) string {
+	return writeVariant(t, "new.yaml", "lockstep-examples/llm-engine:v1", "lockstep-examples/llm-engine:v2")
+}
+
+func plan(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runPlan(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlan_DisaggregatedImageChange(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "plan.svg")
+	code, out, errOut := plan(t, "", "-f", disaggregated, "-f", newImage(t), "--startup", "30s", "--jitter", "20%",
+		"--seed", "1", "--svg", svg)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"lockstep plan: PodCliqueSet disagg",
+		"changed: prefill-leader, prefill-worker",
+		"changed: decode-leader, decode-worker",
+		"── replica 0",
+		"── replica 1",
+		"replica 0  prefill-0",
+		"replica 0  decode-0",
+		"replica 1  prefill-1",
+		"replica 1  decode-1",
+		"↳ frontend 6/6 updated, 6/6 available",
+		"Result: Complete.",
+		"min available    frontend 6/6, prefill 3/4, decode 3/4",
+		"SVG chart written to " + svg,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if len([]rune(line)) >= 100 {
+			t.Errorf("line longer than 99 characters: %q", line)
+		}
+	}
+	checkSVG(t, svg, []string{"frontend", "prefill", "decode"})
+}
+
+// checkSVG parses the file as XML and counts one series per role.
+func checkSVG(t *testing.T, path string, roles []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no SVG: %v", err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var got []string
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not valid XML: %v", err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if root == "" {
+			root = el.Name.Local
+		}
+		for _, a := range el.Attr {
+			if el.Name.Local == "g" && a.Name.Local == "class" && a.Value == "series" {
+				for _, b := range el.Attr {
+					if b.Name.Local == "data-role" {
+						got = append(got, b.Value)
+					}
+				}
+			}
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("root element %q, want svg", root)
+	}
+	if strings.Join(got, ",") != strings.Join(roles, ",") {
+		t.Fatalf("series %v, want one per role %v", got, roles)
+	}
+}
+
+func TestPlan_JSON(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "plan.svg")
+	code, out, errOut := plan(t, "", "-f", disaggregated, "-f", newImage(t), "-o", "json", "--svg", svg)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var doc planview.Document
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatal("stdout holds more than one JSON document")
+	}
+	if doc.Spec.Name != "disagg" || doc.Spec.FromRevision == doc.Spec.ToRevision || doc.Result.Kind != "Complete" {
+		t.Fatalf("spec %+v result %+v", doc.Spec, doc.Result)
+	}
+	replicas := map[int32]bool{}
+	roles := map[string]bool{}
+	for _, a := range doc.Actions {
+		replicas[a.Replica] = true
+		roles[a.Role] = true
+	}
+	if !replicas[0] || !replicas[1] || !roles["prefill"] || !roles["decode"] || roles["frontend"] {
+		t.Fatalf("actions touch replicas %v and roles %v", replicas, roles)
+	}
+	checkSVG(t, svg, []string{"frontend", "prefill", "decode"})
+}
+
+func TestPlan_AFaultExplainsTheStall(t *testing.T) {
+	code, out, errOut := plan(t, "", "-f", disaggregated, "-f", newImage(t), "--fail", "role=decode,after=2")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 for a stall the fault explains\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Result: Stuck.", "explained by the injected fault", "✗ never ready (fault: decode #2)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+}
+
+func TestPlan_AnUnexplainedStallFails(t *testing.T) {
+	// OnDelete never deletes for an update, so the rollout waits for someone.
+	from := writeVariant(t, "from.yaml", "  replicas: 2\n  template:", "  replicas: 2\n  updateStrategy: {type: OnDelete}\n  template:")
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), "to.yaml")
+	if err := os.WriteFile(to, bytes.ReplaceAll(data, []byte("llm-engine:v1"), []byte("llm-engine:v2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := plan(t, "", "-f", from, "-f", to)
+	if code != 1 || !strings.Contains(out, "Result: Stuck.") || !strings.Contains(out, "OnDelete never deletes") {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+}
+
+func TestPlan_CompositionChangeIsRefused(t *testing.T) {
+	renamed := writeVariant(t, "renamed.yaml",
+		"- name: decode-worker", "- name: decode-helper",
+		"[decode-leader, decode-worker]", "[decode-leader, decode-helper]")
+	code, out, errOut := plan(t, "", "-f", disaggregated, "-f", renamed)
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q; want 2 and nothing", code, out)
+	}
+	for _, want := range []string{
+		`renamed.yaml: PodCliqueSet "disagg" is invalid (2 errors):`,
+		"spec.template.cliques: Forbidden: the composition of a PodCliqueSet",
+		"(added: [decode-helper], removed: [decode-worker])",
+		"spec.template.podCliqueScalingGroups: Forbidden:",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q\n%s", want, errOut)
+		}
+	}
+}
+
+func TestPlan_RefusesInvalidInput(t *testing.T) {
+	img := newImage(t)
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"another PodCliqueSet": {[]string{"-f", disaggregated, "-f", writeVariant(t, "other.yaml", "name: disagg\n", "name: other\n")},
+			[]string{`metadata.name: Invalid value: "other": must be the PodCliqueSet of the current manifest ("disagg")`}},
+		"invalid new spec": {[]string{"-f", disaggregated, "-f", writeVariant(t, "bad.yaml", "  replicas: 2\n  template:",
+			"  replicas: 2\n  updateStrategy: {rollingUpdate: {maxSurge: 1}}\n  template:")},
+			[]string{"spec.updateStrategy.rollingUpdate"}},
+		"unknown field": {[]string{"-f", disaggregated, "-f", writeVariant(t, "unknown.yaml", "spec:\n  replicas: 2\n", "spec:\n  replicas: 2\n  replicaz: 3\n")},
+			[]string{`unknown field "spec.replicaz"`}},
+		"one manifest":  {[]string{"-f", disaggregated}, []string{"give exactly two manifests"}},
+		"bad jitter":    {[]string{"-f", disaggregated, "-f", img, "--jitter", "120%"}, []string{`--jitter "120%"`}},
+		"bad fault":     {[]string{"-f", disaggregated, "-f", img, "--fail", "role=decode"}, []string{"after is missing"}},
+		"unknown role":  {[]string{"-f", disaggregated, "-f", img, "--fail", "role=nope,after=1"}, []string{`no clique or scaling group "nope"`}},
+		"bad output":    {[]string{"-f", disaggregated, "-f", img, "-o", "yaml"}, []string{"must be text or json"}},
+		"unknown flag":  {[]string{"-f", disaggregated, "-f", img, "--bogus"}, []string{"unknown flag: --bogus"}},
+		"an argument":   {[]string{"-f", disaggregated, img}, []string{"unexpected arguments"}},
+		"missing file":  {[]string{"-f", disaggregated, "-f", "nope.yaml"}, []string{"nope.yaml"}},
+		"not a PCS":     {[]string{"-f", disaggregated, "-f", writeVariant(t, "kind.yaml", "kind: PodCliqueSet", "kind: Deployment")}, []string{"kind Deployment"}},
+		"stdin twice":   {[]string{"-f", "-", "-f", "-"}, []string{"only one of the manifests"}},
+		"two documents": {[]string{"-f", disaggregated, "-f", writeVariant(t, "two.yaml", "apiVersion:", "---\nfoo: bar\n---\napiVersion:")}, []string{"found 2 YAML documents"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := plan(t, "", tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q\n%s", want, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestPlan_PrintsEveryValidationError(t *testing.T) {
+	bad := writeVariant(t, "bad.yaml",
+		"  replicas: 2\n  template:", "  replicas: 2\n  minReadySeconds: -1\n  template:",
+		"      replicas: 3\n", "      replicas: 3\n      minAvailable: 5\n")
+	code, _, errOut := plan(t, "", "-f", disaggregated, "-f", bad)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, errOut)
+	}
+	for _, want := range []string{"spec.minReadySeconds: Invalid value: -1", "spec.template.cliques[0].minAvailable"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q\n%s", want, errOut)
+		}
+	}
+}
+
+func TestPlan_NothingToRoll(t *testing.T) {
+	scaled := writeVariant(t, "scaled.yaml", "spec:\n  replicas: 2", "spec:\n  replicas: 3")
+	code, out, _ := plan(t, "", "-f", disaggregated, "-f", scaled)
+	if code != 0 || !strings.Contains(out, "no new revision: nothing to roll") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ = plan(t, "", "-f", disaggregated, "-f", disaggregated, "-o", "json")
+	var doc planview.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || doc.Result.Kind != "NoChange" {
+		t.Fatalf("exit %d, err %v, result %+v", code, err, doc.Result)
+	}
+}
+
+func TestPlan_ReadsOneManifestFromStdin(t *testing.T) {
+	data, err := os.ReadFile(disaggregated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := plan(t, string(data), "-f", "-", "-f", newImage(t))
+	if code != 0 || !strings.Contains(out, "Result: Complete.") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestParseJitter(t *testing.T) {
+	for in, want := range map[string]float64{"0": 0, "20%": 0.2, "0.2": 0.2, "100%": 1, "1": 1, "5%": 0.05} {
+		if got, err := parseJitter(in); err != nil || got != want {
+			t.Errorf("parseJitter(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-0.1", "1.5", "101%", "abc", "%"} {
+		if _, err := parseJitter(in); err == nil {
+			t.Errorf("parseJitter(%q) accepted", in)
+		}
+	}
+}
+
+func TestParseFault(t *testing.T) {
+	f, err := parseFault("role=decode,after=2")
+	if err != nil || f.Role != "decode" || f.After != 2 {
+		t.Fatalf("got %+v, %v", f, err)
+	}
+	f, err = parseFault("after=1, role=frontend")
+	if err != nil || f.Role != "frontend" || f.After != 1 {
+		t.Fatalf("got %+v, %v", f, err)
+	}
+	for _, in := range []string{"", "decode", "role=decode", "after=2", "role=decode,after=0", "role=decode,after=x", "role=decode,after=1,when=now"} {
+		if _, err := parseFault(in); err == nil {
+			t.Errorf("parseFault(%q) accepted", in)
+		}
+	}
+}
