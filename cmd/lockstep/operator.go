@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,6 +26,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
 )
 
@@ -44,6 +46,7 @@ type operatorOptions struct {
 	webhookService       string
 	mutatingConfigName   string
 	validatingConfigName string
+	gangBackend          string
 	zap                  zap.Options
 }
 
@@ -71,6 +74,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.webhookService, "webhook-service", "lockstep-webhook-service", "In-cluster: name of the webhook Service (in --cert-namespace).")
 	f.StringVar(&o.mutatingConfigName, "mutating-webhook-configuration", "lockstep-mutating-webhook-configuration", "In-cluster: the MutatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
+	f.StringVar(&o.gangBackend, "gang-backend", gang.ModeAuto, "Gang scheduling: auto (native when the apiserver serves scheduling.k8s.io/v1alpha2 PodGroups, else none), native or none.")
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(zapFlags)
 	f.AddGoFlagSet(zapFlags)
@@ -114,7 +118,16 @@ func runOperator(o *operatorOptions) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
-	if err := controller.Setup(mgr); err != nil {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	gangs, err := gang.Select(dc, o.gangBackend, gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	if err != nil {
+		return err
+	}
+	log.Info("gang scheduling", "backend", gangs.Name())
+	if err := controller.Setup(mgr, gangs); err != nil {
 		return err
 	}
 

@@ -5,12 +5,23 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/lockstep-dev/lockstep/internal/gang"
+
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
+	"github.com/lockstep-dev/lockstep/internal/controller/podcliqueset"
 )
 
-// Setup registers every Lockstep reconciler with the manager.
-func Setup(mgr ctrl.Manager) error {
+// Setup registers every Lockstep reconciler with the manager; gangs places pods
+// in gangs (gang.None{} for plain pods).
+func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
+	if err := (&podcliqueset.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("lockstep-podcliqueset"),
+		Gangs:    gangs,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
+	}
 	if err := (&podclique.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("lockstep-podclique"),
@@ -20,6 +31,7 @@ func Setup(mgr ctrl.Manager) error {
 	if err := (&podcliquescalinggroup.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("lockstep-podcliquescalinggroup"),
+		Gangs:    gangs,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}

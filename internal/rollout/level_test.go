@@ -483,3 +483,25 @@ func assertIndices(t *testing.T, k *ticker, want ...string) {
 		t.Fatalf("units %v, want %v (actions %v)", got, want, k.actions)
 	}
 }
+
+// A group replica made with 2 workers per leader stays available while the spec
+// moves to 3: it is judged by its own cliques' minimum, not the new one.
+func TestGroupUnits_JudgesAReplicaByTheShapeItWasMadeWith(t *testing.T) {
+	ready := func(n int) []Unit {
+		var out []Unit
+		for i := range n {
+			out = append(out, Unit{Index: int32(i), Scheduled: true, Ready: true, Available: true})
+		}
+		return out
+	}
+	members := []MemberMinimum{{Clique: "leader", MinAvailable: 1}, {Clique: "worker", MinAvailable: 3}}
+	old := GroupReplicaObservation{Index: 0, Revision: "old", Cliques: []CliqueObservation{
+		{Name: "leader", Pods: ready(1), MinAvailable: 1}, {Name: "worker", Pods: ready(2), MinAvailable: 2}}}
+	if u := GroupUnits(members, []GroupReplicaObservation{old})[0]; !u.Available {
+		t.Fatal("an old-shape group replica with all its pods available must count as available")
+	}
+	old.Cliques[1].MinAvailable = 0 // unknown: fall back to the spec's minimum
+	if u := GroupUnits(members, []GroupReplicaObservation{old})[0]; u.Available {
+		t.Fatal("without its own minimum the replica is judged by the spec")
+	}
+}

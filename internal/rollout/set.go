@@ -91,6 +91,10 @@ type CliqueObservation struct {
 	// child does not exist yet.
 	Target *Target
 	Pods   []Unit
+	// MinAvailable is the clique's own minimum when it is a member of a group
+	// replica made from an older shape; 0 means the spec's. A group replica is
+	// judged by the shape it was made with, not the one it is moving to.
+	MinAvailable int32
 }
 
 // GroupReplicaObservation is one observed scaling-group replica.

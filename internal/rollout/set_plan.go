@@ -145,12 +145,16 @@ func GroupUnits(members []MemberMinimum, replicas []GroupReplicaObservation) []U
 			Scheduled: true, Ready: true, Available: true}
 		for _, m := range members {
 			var pods []Unit
+			need := m.MinAvailable
 			if c := findClique(g.Cliques, m.Clique); c != nil {
 				pods = c.Pods
+				if c.MinAvailable > 0 {
+					need = c.MinAvailable
+				}
 			}
-			u.Scheduled = u.Scheduled && countUnits(pods, func(p *Unit) bool { return p.Scheduled }) >= m.MinAvailable
-			u.Ready = u.Ready && countUnits(pods, func(p *Unit) bool { return p.Ready }) >= m.MinAvailable
-			u.Available = u.Available && countUnits(pods, func(p *Unit) bool { return p.Available }) >= m.MinAvailable
+			u.Scheduled = u.Scheduled && countUnits(pods, func(p *Unit) bool { return p.Scheduled }) >= need
+			u.Ready = u.Ready && countUnits(pods, func(p *Unit) bool { return p.Ready }) >= need
+			u.Available = u.Available && countUnits(pods, func(p *Unit) bool { return p.Available }) >= need
 		}
 		units = append(units, u)
 	}

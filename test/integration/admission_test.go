@@ -25,6 +25,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
@@ -41,7 +42,10 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	var err error
-	env, err = testenv.Start(testenv.Options{Webhooks: true, Setup: controller.Setup})
+	env, err = testenv.Start(testenv.Options{Webhooks: true, Setup: func(mgr ctrl.Manager) error {
+		// envtest serves the gang API (no scheduler: the test kubelet binds pods).
+		return controller.Setup(mgr, gang.NewNative(gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}))
+	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

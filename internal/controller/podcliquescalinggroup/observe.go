@@ -105,7 +105,11 @@ func ObserveReplicas(cliques []v1alpha1.PodClique, podList []corev1.Pod, minRead
 		if rep.CreatedAt.IsZero() || c.CreationTimestamp.Time.Before(rep.CreatedAt) {
 			rep.CreatedAt = c.CreationTimestamp.Time
 		}
-		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique]})
+		minAvailable := c.Spec.Replicas
+		if c.Spec.MinAvailable != nil {
+			minAvailable = *c.Spec.MinAvailable
+		}
+		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique], MinAvailable: minAvailable})
 		if c.DeletionTimestamp == nil {
 			obs.Members[int32(idx)] = append(obs.Members[int32(idx)], c)
 		}

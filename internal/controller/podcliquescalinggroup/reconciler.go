@@ -6,6 +6,7 @@ package podcliquescalinggroup
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -33,7 +35,9 @@ type Reconciler struct {
 	Client       client.Client
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.GroupReplicaObservation]
-	Now          func() time.Time
+	// Gangs makes the gangs of group replicas above minAvailable.
+	Gangs gang.Backend
+	Now   func() time.Time
 }
 
 // SetupWithManager registers the reconciler. It wakes up on its groups, their
@@ -44,6 +48,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Expectations == nil {
 		r.Expectations = expectations.New[rollout.GroupReplicaObservation](r.Now)
+	}
+	if r.Gangs == nil {
+		r.Gangs = gang.None{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podcliquescalinggroup").
@@ -94,6 +101,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", req.NamespacedName, err)
 	}
+	if err := r.syncScaledGangs(ctx, g, plan, obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.apply(ctx, g, plan, obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -101,6 +111,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, obs, templates.update.hash, now)
+}
+
+// syncScaledGangs makes a gang for every group replica at or above minAvailable,
+// existing or about to be created, before any of its pods exist.
+func (r *Reconciler) syncScaledGangs(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs Observation) error {
+	if g.Spec.Gang == nil {
+		return nil
+	}
+	minAvailable := g.Spec.Replicas
+	if g.Spec.MinAvailable != nil {
+		minAvailable = *g.Spec.MinAvailable
+	}
+	indices := map[int32]bool{}
+	for _, rep := range obs.Replicas {
+		if !rep.Terminating {
+			indices[rep.Index] = true
+		}
+	}
+	for _, c := range plan.Creates {
+		indices[c.Index] = true
+	}
+	var gangs []gang.Gang
+	for idx := range indices {
+		if rollout.GroupReplicaGang(idx, minAvailable) == rollout.ScaledGang {
+			gangs = append(gangs, gang.ScaledGang(g, int(idx)))
+		}
+	}
+	sort.Slice(gangs, func(i, j int) bool { return gangs[i].Name < gangs[j].Name })
+	if err := r.Gangs.SyncGangs(ctx, g, gangs); err != nil {
+		return fmt.Errorf("syncing the gangs of %s: %w", g.Name, err)
+	}
+	return nil
 }
 
 // groupTemplate is one shape of a group replica: the member cliques and the hash
@@ -126,7 +168,7 @@ func (t groupTemplates) forHash(h string) (groupTemplate, bool) {
 // templates are the shape the group moves to (its spec) and the shape held-back
 // replicas are recreated with (the current revision's).
 func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (groupTemplates, error) {
-	h, err := hashOf(g.Spec.Cliques)
+	h, err := HashOf(g.Spec.Cliques)
 	if err != nil {
 		return groupTemplates{}, err
 	}
@@ -170,9 +212,9 @@ func groupConfig(t *v1alpha1.PodCliqueSetTemplateSpec, name string) *v1alpha1.Po
 	return nil
 }
 
-// hashOf is the group hash of a scaling group's member cliques, the same one
+// HashOf is the group hash of a scaling group's member cliques, the same one
 // revision.ForSpec gives the group's role.
-func hashOf(cliques []v1alpha1.PodCliqueTemplateSpec) (string, error) {
+func HashOf(cliques []v1alpha1.PodCliqueTemplateSpec) (string, error) {
 	t := &v1alpha1.PodCliqueSetTemplateSpec{Cliques: cliques}
 	cfg := &v1alpha1.PodCliqueScalingGroupConfig{}
 	for _, c := range cliques {

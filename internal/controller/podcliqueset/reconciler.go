@@ -1,0 +1,128 @@
+// Package podcliqueset reconciles PodCliqueSets: it keeps the revision history,
+// observes every replica's children, asks the planner what each replica and each
+// child should run, and writes that into the children's specs.
+package podcliqueset
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gang"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Reconciler reconciles one PodCliqueSet at a time: revisions, observe, plan,
+// apply, status.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Gangs places each replica's pods in gangs; gang.None{} turns that off.
+	Gangs gang.Backend
+	Now   func() time.Time
+}
+
+// SetupWithManager registers the reconciler. Pods wake it up too: readiness
+// gates role steps and moves the rollout from one replica to the next.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Gangs == nil {
+		r.Gangs = gang.None{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podcliqueset").
+		For(&v1alpha1.PodCliqueSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&v1alpha1.PodClique{}).
+		Owns(&v1alpha1.PodCliqueScalingGroup{}).
+		Owns(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setOfObject)).
+		Watches(&v1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(setOfObject)).
+		Complete(r)
+}
+
+// setOfObject maps any object labelled with a PodCliqueSet to it.
+func setOfObject(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[v1alpha1.LabelPodCliqueSet]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pcs := &v1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pcs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	// Objects written before the webhook ran (or without it) still plan with defaults.
+	spec := pcs.DeepCopy()
+	spec.Default()
+	now := r.Now()
+
+	revs, tmpls, err := r.syncRevisions(ctx, pcs, &spec.Spec)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	children, err := r.observe(ctx, pcs, revs, spec.Spec.MinReadySeconds, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan, err := rollout.PlanSet(rollout.SetInput{
+		Spec: &spec.Spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now,
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
+	}
+	if err := r.apply(ctx, pcs, &spec.Spec, revs, tmpls, plan, children); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, pcs, plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)}, nil
+}
+
+// requeueAfter wakes the reconciler for the next time-based change: a pod passing
+// minReadySeconds, or the progress deadline passing.
+func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAvailable time.Duration, now time.Time) time.Duration {
+	wait := nextAvailable
+	p := plan.Status.Progress
+	if !plan.Status.Complete && !spec.Paused && spec.ProgressDeadlineSeconds != nil && !p.LastProgressAt.IsZero() && !plan.Status.DeadlineExceeded {
+		deadline := p.LastProgressAt.Add(time.Duration(*spec.ProgressDeadlineSeconds)*time.Second + time.Second).Sub(now)
+		if deadline > 0 && (wait == 0 || deadline < wait) {
+			wait = deadline
+		}
+	}
+	return wait
+}
+
+func replicaIndex(o client.Object) (int32, bool) {
+	i, err := strconv.Atoi(o.GetLabels()[v1alpha1.LabelPodCliqueSetReplicaIndex])
+	return int32(i), err == nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

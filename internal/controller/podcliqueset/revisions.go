@@ -1,0 +1,152 @@
+package podcliqueset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// syncRevisions makes sure the spec's template is kept as a ControllerRevision
+// (the newest one, also when it repeats an older template: that is a rollback),
+// trims the history to revisionHistoryLimit, and returns the revisions the
+// planner knows.
+func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec) (rollout.Revisions, templates, error) {
+	update, err := revision.ForSpec(pcs.Name, spec)
+	if err != nil {
+		return rollout.Revisions{}, nil, err
+	}
+	var list appsv1.ControllerRevisionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}); err != nil {
+		return rollout.Revisions{}, nil, fmt.Errorf("listing revisions of %s: %w", pcs.Name, err)
+	}
+	var owned []appsv1.ControllerRevision
+	var newest int64
+	var existing *appsv1.ControllerRevision
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != pcs.UID {
+			continue
+		}
+		owned = append(owned, *cr)
+		newest = max(newest, cr.Revision)
+		if cr.Name == update.Name {
+			existing = cr
+		}
+	}
+	switch {
+	case existing == nil:
+		cr, err := revision.NewControllerRevision(pcs.DeepCopy(), update, newest+1)
+		if err != nil {
+			return rollout.Revisions{}, nil, err
+		}
+		if err := r.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+			return rollout.Revisions{}, nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)
+		}
+		owned = append(owned, *cr)
+	case existing.Revision < newest:
+		// Back to an older template: it becomes the newest revision again.
+		patch := client.MergeFrom(existing.DeepCopy())
+		existing.Revision = newest + 1
+		if err := r.Client.Patch(ctx, existing, patch); err != nil {
+			return rollout.Revisions{}, nil, fmt.Errorf("renumbering revision %s: %w", existing.Name, err)
+		}
+		for i := range owned {
+			if owned[i].Name == existing.Name {
+				owned[i].Revision = existing.Revision
+			}
+		}
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
+
+	revs := rollout.Revisions{Update: update, Current: update}
+	tmpls := templates{update.Name: &spec.Template}
+	decoded := make([]rollout.SetRevision, 0, len(owned))
+	for i := range owned {
+		rev, t, err := revision.Decode(&owned[i])
+		if err != nil {
+			return rollout.Revisions{}, nil, err
+		}
+		if rev.Name != update.Name {
+			tmpls[rev.Name] = t
+		}
+		if rev.Name == update.Name {
+			revs.Update = rev // the roles as recorded when the revision was made
+		}
+		decoded = append(decoded, rev)
+	}
+	for _, rev := range decoded {
+		switch {
+		case rev.Name == pcs.Status.CurrentRevision:
+			revs.Current = rev
+		case rev.Name != update.Name:
+			revs.History = append(revs.History, rev)
+		}
+	}
+	if pcs.Status.CurrentRevision == "" {
+		revs.Current = revs.Update
+	}
+	return revs, tmpls, r.trimHistory(ctx, pcs, owned, revs)
+}
+
+// templates are the PodCliqueSet templates of the known revisions, by name.
+type templates map[string]*v1alpha1.PodCliqueSetTemplateSpec
+
+// trimHistory deletes the oldest revisions beyond revisionHistoryLimit. The
+// current and update revisions always stay, and so does any revision a child
+// still names: a held-back unit may need its template.
+func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet, owned []appsv1.ControllerRevision, revs rollout.Revisions) error {
+	limit := int32(v1alpha1.DefaultRevisionHistoryLimit)
+	if pcs.Spec.RevisionHistoryLimit != nil {
+		limit = *pcs.Spec.RevisionHistoryLimit
+	}
+	inUse, err := r.revisionsInUse(ctx, pcs)
+	if err != nil {
+		return err
+	}
+	var old []appsv1.ControllerRevision
+	for _, cr := range owned {
+		if cr.Name != revs.Update.Name && cr.Name != revs.Current.Name && !inUse[cr.Name] {
+			old = append(old, cr)
+		}
+	}
+	for i := 0; i < len(old)-int(limit); i++ {
+		if err := r.Client.Delete(ctx, &old[i]); ignoreNotFound(err) != nil {
+			return fmt.Errorf("trimming revision %s: %w", old[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// revisionsInUse are the revisions any child of the PodCliqueSet refers to.
+func (r *Reconciler) revisionsInUse(ctx context.Context, pcs *v1alpha1.PodCliqueSet) (map[string]bool, error) {
+	sel := client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}
+	inUse := map[string]bool{}
+	var cliques v1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &cliques, client.InNamespace(pcs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for _, c := range cliques.Items {
+		inUse[c.Spec.Revision] = true
+		inUse[c.Spec.UpdateStrategy.CurrentRevision] = true
+		inUse[c.Labels[v1alpha1.LabelPodCliqueSetRevision]] = true
+	}
+	var groups v1alpha1.PodCliqueScalingGroupList
+	if err := r.Client.List(ctx, &groups, client.InNamespace(pcs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for _, g := range groups.Items {
+		inUse[g.Spec.Revision] = true
+		inUse[g.Spec.UpdateStrategy.CurrentRevision] = true
+		inUse[g.Labels[v1alpha1.LabelPodCliqueSetRevision]] = true
+	}
+	return inUse, nil
+}

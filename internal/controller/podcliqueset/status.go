@@ -1,0 +1,141 @@
+package podcliqueset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// maxUpdatingInStatus keeps status bounded with many concurrent replica updates.
+const maxUpdatingInStatus = 100
+
+// previousProgress reads the progress the last plan stored in the status.
+func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
+	p := rollout.Progress{UpdateRevision: pcs.Status.UpdateRevision}
+	up := pcs.Status.UpdateProgress
+	if up == nil {
+		return p
+	}
+	p.UpdateStartedAt, p.UpdateEndedAt, p.LastProgressAt = timeOf(up.UpdateStartedAt), timeOf(up.UpdateEndedAt), timeOf(up.LastProgressAt)
+	if c := up.ProgressCounts; c != nil {
+		p.Counts = rollout.ProgressCounts{Updated: c.Updated, Ready: c.Ready, Available: c.Available}
+	}
+	for _, u := range up.UpdatingReplicas {
+		rp := rollout.ReplicaProgress{Index: u.ReplicaIndex, StartedAt: timeOf(u.UpdateStartedAt), Surge: u.Surge}
+		if s := u.RoleStep; s != nil {
+			rp.RoleStep = &rollout.RoleStepStatus{Index: s.Index, Role: s.Role, Target: s.Target, UpdatedAndReady: s.UpdatedAndReady}
+		}
+		p.UpdatingReplicas = append(p.UpdatingReplicas, rp)
+	}
+	return p
+}
+
+// updateStatus writes the status the plan implies and an Event for every step a
+// rollout took since the last one.
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan) error {
+	s := plan.Status
+	st := pcs.Status.DeepCopy()
+	st.ObservedGeneration = pcs.Generation
+	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas = s.Replicas, s.ReadyReplicas, s.AvailableReplicas, s.UpdatedReplicas
+	st.CurrentRevision, st.UpdateRevision = s.CurrentRevision, s.UpdateRevision
+	st.Selector = labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcs.Name}).String()
+	for _, c := range s.Conditions {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, ObservedGeneration: pcs.Generation,
+		})
+	}
+	st.UpdateProgress = progressStatus(s.Progress)
+	r.narrate(pcs, &pcs.Status, st)
+	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(pcs.DeepCopy())
+	pcs.Status = *st
+	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
+		return fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
+	}
+	return nil
+}
+
+func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
+	if p.UpdateStartedAt.IsZero() && len(p.UpdatingReplicas) == 0 {
+		return nil
+	}
+	out := &v1alpha1.PodCliqueSetUpdateProgress{
+		UpdateStartedAt: metaTime(p.UpdateStartedAt), UpdateEndedAt: metaTime(p.UpdateEndedAt), LastProgressAt: metaTime(p.LastProgressAt),
+		ProgressCounts: &v1alpha1.UnitCounts{Updated: p.Counts.Updated, Ready: p.Counts.Ready, Available: p.Counts.Available},
+	}
+	for _, u := range p.UpdatingReplicas {
+		if len(out.UpdatingReplicas) == maxUpdatingInStatus {
+			break
+		}
+		rp := v1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: u.Index, UpdateStartedAt: metaTime(u.StartedAt), Surge: u.Surge}
+		if s := u.RoleStep; s != nil {
+			rp.RoleStep = &v1alpha1.RoleStepProgress{Index: s.Index, Role: s.Role, Target: s.Target, UpdatedAndReady: s.UpdatedAndReady}
+		}
+		out.UpdatingReplicas = append(out.UpdatingReplicas, rp)
+	}
+	return out
+}
+
+// narrate emits an Event for each rollout step between two statuses: a rollout
+// starting, a replica starting to update, a role step starting, the Progressing
+// condition changing reason.
+func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus) {
+	if after.UpdateRevision != before.UpdateRevision && before.UpdateRevision != "" {
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout",
+			"Rolling out revision %s (from %s) with %s", after.UpdateRevision, after.CurrentRevision, pcs.Spec.UpdateStrategy.Type)
+	}
+	prev := map[int32]v1alpha1.PodCliqueSetReplicaUpdateProgress{}
+	if before.UpdateProgress != nil {
+		for _, u := range before.UpdateProgress.UpdatingReplicas {
+			prev[u.ReplicaIndex] = u
+		}
+	}
+	if after.UpdateProgress != nil {
+		for _, u := range after.UpdateProgress.UpdatingReplicas {
+			old, was := prev[u.ReplicaIndex]
+			if !was {
+				r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "ReplicaUpdating", "Rollout", "Updating replica %d", u.ReplicaIndex)
+			}
+			if s := u.RoleStep; s != nil && (old.RoleStep == nil || old.RoleStep.Index != s.Index) {
+				r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RoleStepStarted", "Rollout",
+					"Replica %d: step %d, %s to %d updated and ready (%d now)", u.ReplicaIndex, s.Index+1, s.Role, s.Target, s.UpdatedAndReady)
+			}
+		}
+	}
+	oldC := apimeta.FindStatusCondition(before.Conditions, rollout.ConditionProgressing)
+	newC := apimeta.FindStatusCondition(after.Conditions, rollout.ConditionProgressing)
+	if newC != nil && (oldC == nil || oldC.Reason != newC.Reason) {
+		kind := corev1.EventTypeNormal
+		if newC.Status == metav1.ConditionFalse {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(pcs, nil, kind, newC.Reason, "Rollout", "%s", newC.Message)
+	}
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func metaTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}

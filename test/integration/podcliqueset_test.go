@@ -1,0 +1,189 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/testenv"
+)
+
+// disaggScene runs examples/disaggregated.yaml (a frontend and prefill/decode
+// groups, 2 replicas, 30 pods) in its own namespace with a test kubelet.
+func disaggScene(t *testing.T) (ns string, pcs *v1alpha1.PodCliqueSet) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ns = newNamespace(t)
+	testenv.StartKubelet(ctx, env.Client, ns)
+	for _, u := range manifests(t, filepath.Join(testenv.RepoRoot(), "examples", "disaggregated.yaml")) {
+		u.SetNamespace(ns)
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pcs = &v1alpha1.PodCliqueSet{}
+	pcs.Namespace, pcs.Name = ns, "disagg"
+	waitFor(t, "the PodCliqueSet to become available", 90*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+		c := apimeta.FindStatusCondition(pcs.Status.Conditions, "Available")
+		return pcs.Status.AvailableReplicas == 2 && c != nil && c.Status == "True", fmt.Sprintf("%+v", pcs.Status)
+	})
+	return ns, pcs
+}
+
+func listNames(t *testing.T, ns string, list client.ObjectList) []string {
+	t.Helper()
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := apimeta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.(client.Object).GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPodCliqueSet_CreatesEveryLevelGangsAndServices(t *testing.T) {
+	ns, _ := disaggScene(t)
+	if got := listNames(t, ns, &v1alpha1.PodCliqueScalingGroupList{}); strings.Join(got, ",") != "disagg-0-decode,disagg-0-prefill,disagg-1-decode,disagg-1-prefill" {
+		t.Errorf("scaling groups %v", got)
+	}
+	cliques := listNames(t, ns, &v1alpha1.PodCliqueList{})
+	for _, want := range []string{"disagg-0-frontend", "disagg-1-frontend", "disagg-0-prefill-0-prefill-leader", "disagg-1-decode-1-decode-worker"} {
+		if !strings.Contains(strings.Join(cliques, ","), want) {
+			t.Errorf("PodClique %s missing from %v", want, cliques)
+		}
+	}
+	if len(cliques) != 2*(1+2*2+2*2) {
+		t.Errorf("%d PodCliques, want 18: %v", len(cliques), cliques)
+	}
+	if pods := listNames(t, ns, &corev1.PodList{}); len(pods) != 30 {
+		t.Errorf("%d pods, want 30", len(pods))
+	}
+	if svcs := listNames(t, ns, &corev1.ServiceList{}); strings.Join(svcs, ",") != "disagg-0,disagg-1" {
+		t.Errorf("headless Services %v, want disagg-0,disagg-1", svcs)
+	}
+	if revs := listNames(t, ns, &appsv1.ControllerRevisionList{}); len(revs) != 1 {
+		t.Errorf("revisions %v, want one", revs)
+	}
+	// Base gang per replica; group replica 1 of each group (minAvailable 1) has its own.
+	want := "disagg-0,disagg-0-decode-1,disagg-0-prefill-1,disagg-1,disagg-1-decode-1,disagg-1-prefill-1"
+	if gangs := listNames(t, ns, &schedulingv1alpha2.PodGroupList{}); strings.Join(gangs, ",") != want {
+		t.Errorf("PodGroups %v, want %s", gangs, want)
+	}
+	var base schedulingv1alpha2.PodGroup
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "disagg-0"}, &base); err != nil {
+		t.Fatal(err)
+	}
+	// frontend 3 + one replica each of prefill and decode (leader 1 + workers 2).
+	if got := base.Spec.SchedulingPolicy.Gang.MinCount; got != 9 {
+		t.Errorf("base gang minCount %d, want 9", got)
+	}
+}
+
+func updatePCS(t *testing.T, pcs *v1alpha1.PodCliqueSet, mutate func(*v1alpha1.PodCliqueSetSpec)) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs); err != nil {
+			return err
+		}
+		mutate(&pcs.Spec)
+		return env.Client.Update(ctx, pcs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setEngineImage(image string) func(*v1alpha1.PodCliqueSetSpec) {
+	return func(s *v1alpha1.PodCliqueSetSpec) {
+		for i := range s.Template.Cliques {
+			c := &s.Template.Cliques[i]
+			if c.Name != "frontend" {
+				c.Template.Spec.Containers[0].Image = image
+			}
+		}
+		s.Template.Cliques[0].Template.Spec.Containers[0].Image = strings.Replace(image, "engine", "frontend", 1)
+	}
+}
+
+func TestPodCliqueSet_DefaultRollingUpdateFinishesOneReplicaBeforeTheNext(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	pw := watchPods(t, ns, 0, 30) // no surge anywhere: never more than 30 pods
+	oldRevision := pcs.Status.UpdateRevision
+	updatePCS(t, pcs, setEngineImage("lockstep-examples/llm-engine:v2"))
+	waitFor(t, "the rollout to complete", 120*time.Second, func() (bool, string) {
+		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(pcs), pcs)
+		c := apimeta.FindStatusCondition(pcs.Status.Conditions, "Progressing")
+		done := pcs.Status.UpdatedReplicas == 2 && pcs.Status.AvailableReplicas == 2 && pcs.Status.UpdateRevision != oldRevision &&
+			pcs.Status.CurrentRevision == pcs.Status.UpdateRevision && c != nil && c.Reason == "RolloutComplete"
+		return done, fmt.Sprintf("%+v", pcs.Status)
+	})
+	deleted := pw.check(t)
+	// Every deletion in replica 0 comes before any in replica 1.
+	seenOne := false
+	for _, name := range deleted {
+		switch {
+		case strings.HasPrefix(name, "disagg-1-"):
+			seenOne = true
+		case strings.HasPrefix(name, "disagg-0-") && seenOne:
+			t.Fatalf("replica 0 pod %s deleted after replica 1 started: %v", name, deleted)
+		}
+	}
+	var pods corev1.PodList
+	if err := env.Client.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 30 {
+		t.Fatalf("%d pods after the rollout, want 30", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if img := p.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v2") {
+			t.Errorf("pod %s still runs %s", p.Name, img)
+		}
+		if idx := p.Labels[v1alpha1.LabelPodIndex]; (strings.Contains(p.Name, "frontend") && idx > "2") || (strings.Contains(p.Name, "worker") && idx > "1") {
+			t.Errorf("pod %s has index %s: a hole or a leftover surge index", p.Name, idx)
+		}
+	}
+}
+
+func TestPodCliqueSet_ScalingNeverStartsARollout(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	pw := watchPods(t, ns, 0, 45)
+	rev := pcs.Status.UpdateRevision
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { *s.Replicas = 3 })
+	waitFor(t, "3 available replicas", 90*time.Second, func() (bool, string) {
+		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(pcs), pcs)
+		return pcs.Status.AvailableReplicas == 3 && pcs.Status.UpdatedReplicas == 3, fmt.Sprintf("%+v", pcs.Status)
+	})
+	if pcs.Status.UpdateRevision != rev {
+		t.Fatalf("scaling changed the revision from %s to %s", rev, pcs.Status.UpdateRevision)
+	}
+	if deleted := pw.check(t); len(deleted) != 0 {
+		t.Fatalf("scaling out deleted pods %v", deleted)
+	}
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { *s.Replicas = 1 })
+	waitFor(t, "1 replica left, index 0", 90*time.Second, func() (bool, string) {
+		groups := listNames(t, ns, &v1alpha1.PodCliqueScalingGroupList{})
+		return strings.Join(groups, ",") == "disagg-0-decode,disagg-0-prefill", strings.Join(groups, ",")
+	})
+}
