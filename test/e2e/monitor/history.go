@@ -1,0 +1,98 @@
+package monitor
+
+import (
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// history is what the checks remember from earlier snapshots: a snapshot alone
+// cannot say which role steps were already passed, or what a role ran before its
+// last pod went away.
+type history struct {
+	// stepsDone is how many roleUpgrade steps a PCS replica has satisfied for one
+	// rollout target. A step once passed stays passed, as the planner keeps it.
+	stepsDone map[replicaTarget]int
+	// updating marks PCS replicas that had pods off the target's templates: only
+	// those are being rolled, so only those are held to the step order (a brand-new
+	// replica starts on the target at once).
+	updating map[replicaTarget]bool
+	// lastRan is what each role of each PCS replica ran the last time it had pods.
+	lastRan map[roleKey][]cliqueHash
+}
+
+type replicaTarget struct {
+	target  string
+	replica int32
+}
+
+type roleKey struct {
+	replica int32
+	role    string
+}
+
+type cliqueHash struct {
+	clique, hash string
+}
+
+func newHistory() *history {
+	return &history{stepsDone: map[replicaTarget]int{}, updating: map[replicaTarget]bool{}, lastRan: map[roleKey][]cliqueHash{}}
+}
+
+// advance takes in a snapshot that the checks have passed on.
+func (h *history) advance(targets []*target, s *snapshot) {
+	ran := map[roleKey][]cliqueHash{}
+	for _, p := range s.pods {
+		k := roleKey{p.Replica, p.role()}
+		ran[k] = append(ran[k], cliqueHash{p.Clique, p.TemplateHash})
+	}
+	for k, v := range ran {
+		h.lastRan[k] = v
+	}
+	for _, t := range targets {
+		steps := t.steps()
+		if len(steps) == 0 {
+			continue
+		}
+		for replica := range s.replicaIndices() {
+			k := replicaTarget{t.key, replica}
+			h.updating[k] = h.updating[k] || hasOutdated(t, s, replica)
+			for h.stepsDone[k] < len(steps) {
+				st := steps[h.stepsDone[k]]
+				need, err := rollout.ResolveUpdateTo(st.UpdateTo, t.roleReplicas(st.Role))
+				if err != nil || updatedReady(t, s, replica, st.Role) < need {
+					break
+				}
+				h.stepsDone[k]++
+			}
+		}
+	}
+}
+
+// restart forgets the step progress of a rollout target that becomes the
+// target again (a rollback): the planner starts the steps over whenever the
+// update revision changes.
+func (h *history) restart(target string) {
+	for k := range h.stepsDone {
+		if k.target == target {
+			delete(h.stepsDone, k)
+		}
+	}
+	for k := range h.updating {
+		if k.target == target {
+			delete(h.updating, k)
+		}
+	}
+}
+
+// ran is what a role of a PCS replica runs: its pods now, or what it ran when it
+// last had pods. Empty for a role that never had a pod.
+func (h *history) ran(s *snapshot, replica int32, role string) []cliqueHash {
+	pods := s.podsOfRole(replica, role)
+	if len(pods) == 0 {
+		return h.lastRan[roleKey{replica, role}]
+	}
+	out := make([]cliqueHash, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, cliqueHash{p.Clique, p.TemplateHash})
+	}
+	return out
+}

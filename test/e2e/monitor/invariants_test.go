@@ -1,0 +1,569 @@
+package monitor
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+const fe = "frontend"
+
+// seed000CliqueSurge is seed 000's PodClique example: replicas 3, maxSurge 1,
+// maxUnavailable 0.
+func seed000CliqueSurge() v1alpha1.PodCliqueSetSpec {
+	return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{withLimits(clique(fe, 3), "1", "0")})
+}
+
+// seed000CliqueSurgeRollout is the example's sequence: surge 3, then replace 0,
+// 1 and 2 one by one, then remove the surge pod.
+func seed000CliqueSurgeRollout() []step {
+	return []step{
+		create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+		ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
+		rollTo("v2"),
+		create(sp(0, fe, 3), "v2"), ready(sp(0, fe, 3)),
+		replace(sp(0, fe, 0), "v2"),
+		replace(sp(0, fe, 1), "v2"),
+		replace(sp(0, fe, 2), "v2"),
+		del(sp(0, fe, 3)), gone(sp(0, fe, 3)),
+	}
+}
+
+// seed000GroupSurge is seed 000's scaling-group example: replicas 3,
+// minAvailable 3, maxSurge 1, maxUnavailable 0; a group replica is a leader and
+// two workers.
+func seed000GroupSurge() v1alpha1.PodCliqueSetSpec {
+	return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique("leader", 1), clique("worker", 2)},
+		groupWithLimits(group("model", 3, 3, "leader", "worker"), "1", "0"))
+}
+
+func seed000GroupSurgeRollout() []step {
+	return []step{
+		upGroupReplica(0, "model", 0, "v1"), upGroupReplica(0, "model", 1, "v1"), upGroupReplica(0, "model", 2, "v1"),
+		rollTo("v2"),
+		upGroupReplica(0, "model", 3, "v2"),
+		replaceGroupReplica(0, "model", 0, "v2"),
+		replaceGroupReplica(0, "model", 1, "v2"),
+		replaceGroupReplica(0, "model", 2, "v2"),
+		downGroupReplica(0, "model", 3),
+	}
+}
+
+// recreateWithSurge is seed 000's ReplicaRecreate example: replicas 2,
+// maxUnavailable 0, maxSurge 1.
+func recreateWithSurge() v1alpha1.PodCliqueSetSpec {
+	return recreate(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), "1", "0")
+}
+
+func downReplica(replica int32) step {
+	return steps(eachPod(inReplica(replica), del), eachPod(inReplica(replica), gone))
+}
+
+func recreateWithSurgeRollout() []step {
+	return []step{
+		upReplica(0, "v1"), upReplica(1, "v1"),
+		rollTo("v2"),
+		upReplica(2, "v2"),
+		downReplica(0), upReplica(0, "v2"),
+		downReplica(1), upReplica(1, "v2"),
+		downReplica(2),
+	}
+}
+
+func TestUnitsWithinSurge(t *testing.T) {
+	runScenarios(t, []scenario{
+		{name: "seed 000 PodClique surge holds", spec: seed000CliqueSurge(), steps: seed000CliqueSurgeRollout()},
+		{
+			name:     "a second surge pod breaks it",
+			spec:     seed000CliqueSurge(),
+			steps:    seed000CliqueSurgeRollout()[:8], // surge pod 3 created
+			breaking: []step{create(sp(0, fe, 4), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
+			name: "a terminating pod still counts",
+			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), // maxSurge 0
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), rollTo("v2"), del(sp(0, fe, 1)),
+			},
+			breaking: []step{create(sp(0, fe, 2), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
+			name: "a scale-in leaves units above replicas without breaking it",
+			spec: seed000CliqueSurge(),
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Template.Cliques[0].Replicas = 1 }),
+				del(sp(0, fe, 2)), gone(sp(0, fe, 2)),
+			},
+		},
+		{name: "seed 000 scaling-group surge holds", spec: seed000GroupSurge(), steps: seed000GroupSurgeRollout()},
+		{
+			name:     "a second surge group replica breaks it",
+			spec:     seed000GroupSurge(),
+			steps:    seed000GroupSurgeRollout()[:5], // surge replica 3 up
+			breaking: []step{create(gp(0, "model", 4, "leader", 0), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
+			name: "member cliques never surge",
+			spec: seed000GroupSurge(),
+			steps: []step{
+				upGroupReplica(0, "model", 0, "v1"),
+			},
+			breaking: []step{create(gp(0, "model", 0, "worker", 2), "v1")},
+			want:     UnitsWithinSurge,
+		},
+		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
+		{
+			name:     "a second surge PCS replica breaks it",
+			spec:     recreateWithSurge(),
+			steps:    recreateWithSurgeRollout()[:4], // surge replica 2 up
+			breaking: []step{create(sp(3, fe, 0), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
+			name:     "RollingUpdate never surges PCS replicas",
+			spec:     setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 1)}),
+			steps:    []step{upReplica(0, "v1"), rollTo("v2")},
+			breaking: []step{create(sp(1, fe, 0), "v2")},
+			want:     UnitsWithinSurge,
+		},
+	})
+}
+
+func TestAvailabilityFloor(t *testing.T) {
+	replicas2 := func() v1alpha1.PodCliqueSetSpec {
+		return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{withMinAvailable(clique(fe, 2), 1)}) // maxUnavailable 1
+	}
+	runScenarios(t, []scenario{
+		{name: "seed 000 PodClique surge holds", spec: seed000CliqueSurge(), steps: seed000CliqueSurgeRollout()},
+		{
+			name:     "deleting before the surge pod is ready breaks it",
+			spec:     seed000CliqueSurge(),
+			steps:    seed000CliqueSurgeRollout()[:8], // surge pod 3 created, not ready
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name:  "a deletion the test announced is not the operator's",
+			spec:  seed000CliqueSurge(),
+			steps: append(seed000CliqueSurgeRollout()[:8], announce(sp(0, fe, 0)), del(sp(0, fe, 0))),
+		},
+		{
+			name: "an announcement covers only the pod that existed",
+			spec: seed000CliqueSurge(),
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+				ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
+				announce(sp(0, fe, 0)), wait(time.Second), replace(sp(0, fe, 0), "v1"),
+			},
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name: "replicas 2, minAvailable 1: replacing the unready old pod first is free",
+			spec: replicas2(),
+			steps: []step{
+				upReplica(0, "v1"), rollTo("v2"), unready(sp(0, fe, 1)),
+				del(sp(0, fe, 1)), gone(sp(0, fe, 1)), create(sp(0, fe, 1), "v2"), ready(sp(0, fe, 1)),
+				replace(sp(0, fe, 0), "v2"),
+			},
+		},
+		{
+			name: "replicas 2, minAvailable 1: losing both pods breaks it, even with one old pod unready",
+			spec: replicas2(),
+			steps: []step{
+				upReplica(0, "v1"), rollTo("v2"), unready(sp(0, fe, 1)),
+				del(sp(0, fe, 1)), gone(sp(0, fe, 1)), create(sp(0, fe, 1), "v2"),
+			},
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name: "a pod ready for less than minReadySeconds is not yet available",
+			spec: func() v1alpha1.PodCliqueSetSpec { s := seed000CliqueSurge(); s.MinReadySeconds = 30; return s }(),
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+				ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
+				rollTo("v2"), create(sp(0, fe, 3), "v2"), ready(sp(0, fe, 3)),
+				del(sp(0, fe, 0)), // pod 0 ready 8s: deleting it costs nothing
+			},
+			breaking: []step{wait(30 * time.Second), del(sp(0, fe, 1))},
+			want:     AvailabilityFloor,
+		},
+		{name: "seed 000 scaling-group surge holds", spec: seed000GroupSurge(), steps: seed000GroupSurgeRollout()},
+		{
+			name: "two group replicas down at once break it",
+			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique("leader", 1), clique("worker", 2)}, group("model", 3, 1, "leader", "worker")),
+			steps: []step{
+				upGroupReplica(0, "model", 0, "v1"), upGroupReplica(0, "model", 1, "v1"), upGroupReplica(0, "model", 2, "v1"),
+				rollTo("v2"), del(gp(0, "model", 0, "worker", 1)),
+			},
+			breaking: []step{del(gp(0, "model", 1, "leader", 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name: "a group replica the test deleted is not the operator's",
+			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique("leader", 1), clique("worker", 2)}, group("model", 2, 1, "leader", "worker")),
+			steps: []step{
+				upGroupReplica(0, "model", 0, "v1"), upGroupReplica(0, "model", 1, "v1"),
+				rollTo("v2"), del(gp(0, "model", 0, "leader", 0)),
+				announceGroupReplica(0, "model", 1), downGroupReplica(0, "model", 1),
+			},
+		},
+		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
+		{
+			name:     "ReplicaRecreate taking a replica down before the surge one is up breaks it",
+			spec:     recreateWithSurge(),
+			steps:    append(recreateWithSurgeRollout()[:3], eachPod(inReplica(2), at("v2"))),
+			breaking: []step{del(sp(0, fe, 1))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name: "a scaled-in PCS replica takes its cliques down freely",
+			spec: setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}),
+			steps: []step{
+				upReplica(0, "v1"), upReplica(1, "v1"),
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Replicas = new(int32(1)) }),
+				downReplica(1),
+			},
+		},
+	})
+}
+
+func TestOnDeleteNoUpdate(t *testing.T) {
+	// seed 001's test plan on a standalone clique and a scaling group
+	spec := func() v1alpha1.PodCliqueSetSpec {
+		return onDelete(setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 3), clique("leader", 1), clique("worker", 1)},
+			group("model", 2, 1, "leader", "worker")))
+	}
+	started := []step{upReplica(0, "v1"), rollTo("v2")}
+	runScenarios(t, []scenario{
+		{
+			name: "seed 001: nothing deleted for an update, hand-deleted units come back new, scale-in removes outdated first",
+			spec: spec(),
+			steps: append(started,
+				wait(time.Minute),
+				announce(sp(0, fe, 1)), replace(sp(0, fe, 1), "v2"),
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Template.Cliques[0].Replicas = 2 }),
+				del(sp(0, fe, 0)), gone(sp(0, fe, 0)), // outdated first, although index 0 < replicas
+				announceGroupReplica(0, "model", 0), downGroupReplica(0, "model", 0), upGroupReplica(0, "model", 0, "v2"),
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Template.PodCliqueScalingGroups[0].Replicas = 1 }),
+				downGroupReplica(0, "model", 1),
+			),
+		},
+		{
+			name:     "deleting an outdated pod with no scale-in breaks it",
+			spec:     spec(),
+			steps:    started,
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     OnDeleteNoUpdate,
+		},
+		{
+			name:     "deleting an outdated group replica with no scale-in breaks it",
+			spec:     spec(),
+			steps:    started,
+			breaking: []step{del(gp(0, "model", 1, "leader", 0))},
+			want:     OnDeleteNoUpdate,
+		},
+	})
+}
+
+func TestOneRevisionPerReplica(t *testing.T) {
+	defaults := func() v1alpha1.PodCliqueSetSpec {
+		return recreate(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), "0", "1")
+	}
+	runScenarios(t, []scenario{
+		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
+		{
+			name: "a replica recreated whole holds, its old pods still terminating",
+			spec: defaults(),
+			steps: []step{
+				upReplica(0, "v1"), upReplica(1, "v1"), rollTo("v2"),
+				eachPod(inReplica(0), del), gone(sp(0, fe, 0)), create(sp(0, fe, 0), "v2"),
+			},
+		},
+		{
+			name: "a pod of the new revision next to a live old one breaks it",
+			spec: defaults(),
+			steps: []step{
+				upReplica(0, "v1"), upReplica(1, "v1"), rollTo("v2"),
+				del(sp(0, fe, 0)), gone(sp(0, fe, 0)),
+			},
+			breaking: []step{create(sp(0, fe, 0), "v2")},
+			want:     OneRevisionPerReplica,
+		},
+	})
+}
+
+func TestRoleStepOrder(t *testing.T) {
+	// seed 003: prefill and decode scaling groups, decode 1 → prefill 1 →
+	// prefill all → decode all, inside every PCS replica
+	seed003 := func() v1alpha1.PodCliqueSetSpec {
+		return roleSteps(setSpec(1,
+			[]v1alpha1.PodCliqueTemplateSpec{clique("p-leader", 1), clique("p-worker", 1), clique("d-leader", 1), clique("d-worker", 1)},
+			group("prefill", 2, 1, "p-leader", "p-worker"), group("decode", 2, 1, "d-leader", "d-worker")),
+			"decode", "1", "prefill", "1", "prefill", "100%", "decode", "100%")
+	}
+	running := []step{
+		upGroupReplica(0, "prefill", 0, "v1"), upGroupReplica(0, "prefill", 1, "v1"),
+		upGroupReplica(0, "decode", 0, "v1"), upGroupReplica(0, "decode", 1, "v1"),
+		rollTo("v2"),
+	}
+	inOrder := append(append([]step(nil), running...),
+		replaceGroupReplica(0, "decode", 0, "v2"),
+		replaceGroupReplica(0, "prefill", 0, "v2"),
+		replaceGroupReplica(0, "prefill", 1, "v2"),
+		replaceGroupReplica(0, "decode", 1, "v2"),
+	)
+	// a standalone role with a percentage: frontend 50% (2 of 4) → backend all → frontend all
+	percent := func() v1alpha1.PodCliqueSetSpec {
+		return roleSteps(setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 4), clique("backend", 1)}),
+			fe, "50%", "backend", "100%", fe, "100%")
+	}
+	percentStart := []step{upReplica(0, "v1"), rollTo("v2"), replace(sp(0, fe, 0), "v2"), replace(sp(0, fe, 1), "v2")}
+	twoReplicas := func() v1alpha1.PodCliqueSetSpec { s := seed003(); s.Replicas = new(int32(2)); return s }
+	inReplicaOrder := func(replica int32, image string) step {
+		return steps(
+			replaceGroupReplica(replica, "decode", 0, image), replaceGroupReplica(replica, "prefill", 0, image),
+			replaceGroupReplica(replica, "prefill", 1, image), replaceGroupReplica(replica, "decode", 1, image))
+	}
+	runScenarios(t, []scenario{
+		{name: "seed 003 order holds", spec: seed003(), steps: inOrder},
+		{
+			name:  "each PCS replica takes the steps on its own",
+			spec:  twoReplicas(),
+			steps: []step{upReplica(0, "v1"), upReplica(1, "v1"), rollTo("v2"), inReplicaOrder(0, "v2"), inReplicaOrder(1, "v2")},
+		},
+		{
+			name: "a second template change mid-rollout starts the steps over",
+			spec: seed003(),
+			steps: append(running,
+				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
+				rollTo("v3"), inReplicaOrder(0, "v3")),
+		},
+		{
+			name: "after a second template change the earlier steps no longer count",
+			spec: seed003(),
+			steps: append(running,
+				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
+				rollTo("v3"), downGroupReplica(0, "prefill", 1)),
+			breaking: []step{create(gp(0, "prefill", 1, "p-leader", 0), "v3")},
+			want:     RoleStepOrder,
+		},
+		{
+			name:     "prefill before decode 1 is ready breaks it",
+			spec:     seed003(),
+			steps:    append(running, downGroupReplica(0, "decode", 0), eachPod(inGroupReplica(0, "decode", 0), at("v2")), downGroupReplica(0, "prefill", 0)),
+			breaking: []step{create(gp(0, "prefill", 0, "p-leader", 0), "v2")},
+			want:     RoleStepOrder,
+		},
+		{
+			name: "decode all before prefill all is ready breaks it",
+			spec: seed003(),
+			steps: append(running,
+				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
+				downGroupReplica(0, "prefill", 1), eachPod(inGroupReplica(0, "prefill", 1), at("v2")),
+				downGroupReplica(0, "decode", 1)),
+			breaking: []step{create(gp(0, "decode", 1, "d-leader", 0), "v2")},
+			want:     RoleStepOrder,
+		},
+		{
+			name: "a rollback to the first template takes the steps again",
+			spec: seed003(),
+			steps: append(append([]step(nil), inOrder...),
+				rollTo("v1"), downGroupReplica(0, "decode", 0), eachPod(inGroupReplica(0, "decode", 0), at("v1")),
+				downGroupReplica(0, "prefill", 0)),
+			breaking: []step{create(gp(0, "prefill", 0, "p-leader", 0), "v1")},
+			want:     RoleStepOrder,
+		},
+		{
+			name:  "a brand-new PodCliqueSet is not held to the steps",
+			spec:  seed003(),
+			steps: []step{upReplica(0, "v1")},
+		},
+		{
+			name:  "percent steps round up and hold",
+			spec:  percent(),
+			steps: append(percentStart, replace(sp(0, "backend", 0), "v2"), replace(sp(0, fe, 2), "v2"), replace(sp(0, fe, 3), "v2")),
+		},
+		{
+			name:     "a role past its percent step before the next step breaks it",
+			spec:     percent(),
+			steps:    append(percentStart, del(sp(0, fe, 2)), gone(sp(0, fe, 2))),
+			breaking: []step{create(sp(0, fe, 2), "v2")},
+			want:     RoleStepOrder,
+		},
+	})
+}
+
+func TestPartitionHolds(t *testing.T) {
+	spec := func() v1alpha1.PodCliqueSetSpec {
+		return withPartition(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2), clique("router", 1)}), 1)
+	}
+	updatedAbove := []step{
+		upReplica(0, "v1"), upReplica(1, "v1"), rollTo("v2"),
+		replace(sp(1, fe, 0), "v2"), replace(sp(1, fe, 1), "v2"), replace(sp(1, "router", 0), "v2"),
+	}
+	runScenarios(t, []scenario{
+		{
+			name:  "replicas at or above the partition update; a pod below it comes back on its revision",
+			spec:  spec(),
+			steps: append(updatedAbove, announce(sp(0, fe, 0)), replace(sp(0, fe, 0), "v1")),
+		},
+		{
+			name:     "a pod below the partition recreated on the target breaks it",
+			spec:     spec(),
+			steps:    append(updatedAbove, announce(sp(0, fe, 0)), del(sp(0, fe, 0)), gone(sp(0, fe, 0))),
+			breaking: []step{create(sp(0, fe, 0), "v2")},
+			want:     PartitionHolds,
+		},
+		{
+			name:     "a lone pod below the partition is remembered after it is gone",
+			spec:     spec(),
+			steps:    append(updatedAbove, announce(sp(0, "router", 0)), del(sp(0, "router", 0)), gone(sp(0, "router", 0))),
+			breaking: []step{create(sp(0, "router", 0), "v2")},
+			want:     PartitionHolds,
+		},
+		{
+			name: "lowering the partition lets the rest update",
+			spec: spec(),
+			steps: append(updatedAbove,
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.UpdateStrategy.RollingUpdate.Partition = new(int32(0)) }),
+				replace(sp(0, fe, 0), "v2"), replace(sp(0, fe, 1), "v2"), replace(sp(0, "router", 0), "v2")),
+		},
+	})
+}
+
+func TestPauseHolds(t *testing.T) {
+	spec := func() v1alpha1.PodCliqueSetSpec {
+		return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)})
+	}
+	pausedMidRollout := []step{
+		upReplica(0, "v1"), rollTo("v2"), replace(sp(0, fe, 0), "v2"),
+		change(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true }),
+	}
+	scaleTo3 := change(func(s *v1alpha1.PodCliqueSetSpec) { s.Template.Cliques[0].Replicas = 3 })
+	runScenarios(t, []scenario{
+		{
+			name:  "scaling while paused uses the revisions in place",
+			spec:  spec(),
+			steps: append(pausedMidRollout, scaleTo3, create(sp(0, fe, 2), "v1"), ready(sp(0, fe, 2))),
+		},
+		{
+			name:     "a new pod on the target while paused breaks it",
+			spec:     spec(),
+			steps:    append(pausedMidRollout, scaleTo3),
+			breaking: []step{create(sp(0, fe, 2), "v2")},
+			want:     PauseHolds,
+		},
+		{
+			name:     "an updated pod deleted while paused comes back on the current revision",
+			spec:     spec(),
+			steps:    append(pausedMidRollout, announce(sp(0, fe, 0)), del(sp(0, fe, 0)), gone(sp(0, fe, 0))),
+			breaking: []step{create(sp(0, fe, 0), "v2")},
+			want:     PauseHolds,
+		},
+		{
+			name: "paused with nothing to roll, scaling creates pods on the target",
+			spec: spec(),
+			steps: []step{
+				upReplica(0, "v1"), change(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true }),
+				scaleTo3, create(sp(0, fe, 2), "v1"),
+			},
+		},
+		{
+			name: "resuming continues the rollout",
+			spec: spec(),
+			steps: append(pausedMidRollout,
+				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = false }),
+				replace(sp(0, fe, 1), "v2")),
+		},
+	})
+}
+
+// The operator acts on the spec it has seen; a change it has not seen yet (or
+// whose children have not caught up) is not held against it.
+func TestSpecChange_OperatorGetsTimeToSeeIt(t *testing.T) {
+	spec := setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)})
+	runScenarios(t, []scenario{
+		{
+			name: "a pod created on the target just after a pause the operator has not seen",
+			spec: spec,
+			steps: []step{
+				upReplica(0, "v1"), rollTo("v2"), del(sp(0, fe, 0)), gone(sp(0, fe, 0)),
+				changeUnseen(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true }),
+				wait(10 * time.Second), create(sp(0, fe, 0), "v2"),
+			},
+		},
+		{
+			name: "once the operator reports the pause, and the grace passed, it holds",
+			spec: spec,
+			steps: []step{
+				upReplica(0, "v1"), rollTo("v2"), del(sp(0, fe, 0)), gone(sp(0, fe, 0)),
+				changeUnseen(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true }),
+				wait(10 * time.Second), operatorSees(),
+			},
+			breaking: []step{wait(3 * time.Second), create(sp(0, fe, 0), "v2")},
+			want:     PauseHolds,
+		},
+		{
+			name: "an operator that never reports the new generation gets at most MaxSpecLag",
+			spec: spec,
+			steps: []step{
+				upReplica(0, "v1"), rollTo("v2"), del(sp(0, fe, 0)), gone(sp(0, fe, 0)),
+				changeUnseen(func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true }),
+			},
+			breaking: []step{wait(31 * time.Second), create(sp(0, fe, 0), "v2")},
+			want:     PauseHolds,
+		},
+	})
+}
+
+// A violation against the watched spec is confirmed with a fresh read: the
+// watch of pods may run ahead of the watch of the PodCliqueSet.
+func TestFreshSpecRead_ClearsAViolationTheWatchHadNotCaughtUpWith(t *testing.T) {
+	spec := withPartition(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 1)}), 2)
+	w := newWorld(t, spec)
+	w.run(upReplica(0, "v1"), upReplica(1, "v1"), rollTo("v2"), del(sp(1, fe, 0)), gone(sp(1, fe, 0)))
+
+	// The user lowered the partition; the monitor's watch has not delivered it.
+	fresh := w.pcs.DeepCopy()
+	fresh.Generation++
+	fresh.Spec.UpdateStrategy.RollingUpdate.Partition = new(int32(1))
+	fresh.Status.ObservedGeneration = fresh.Generation
+	reads := 0
+	w.rec.readSpec = func() (*v1alpha1.PodCliqueSet, error) { reads++; return fresh.DeepCopy(), nil }
+
+	w.run(create(sp(1, fe, 0), "v2"))
+	if len(w.rec.violations) > 0 {
+		t.Fatalf("violation despite the fresh spec:\n%s", w.rec.violations[0].Report())
+	}
+	if reads != 1 {
+		t.Fatalf("fresh reads = %d, want 1 (only to confirm a violation)", reads)
+	}
+
+	// Below the new partition the rule still holds, fresh read or not.
+	w.run(wait(5*time.Second), del(sp(0, fe, 0)), gone(sp(0, fe, 0)), create(sp(0, fe, 0), "v2"))
+	if len(w.rec.violations) == 0 || w.rec.violations[0].Invariant != PartitionHolds {
+		t.Fatalf("want %s broken below the new partition; timeline:\n%s", PartitionHolds, w.timelineText())
+	}
+}
+
+// Nothing is checked once the PodCliqueSet is being deleted: its children go
+// all at once.
+func TestDeletingThePodCliqueSet_StopsTheChecks(t *testing.T) {
+	w := newWorld(t, seed000CliqueSurge())
+	w.run(upReplica(0, "v1"))
+	w.pcs.DeletionTimestamp = new(metav1.NewTime(w.now))
+	w.rec.observeSet(w.now, w.pcs.DeepCopy())
+	w.run(eachPod(inReplica(0), del))
+	if len(w.rec.violations) > 0 {
+		t.Fatalf("violation during deletion:\n%s", w.rec.violations[0].Report())
+	}
+}

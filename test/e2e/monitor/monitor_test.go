@@ -1,0 +1,166 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeTB records what the monitor reports to a test.
+type fakeTB struct {
+	cleanups []func()
+	errs     []string
+	logs     []string
+	failed   bool
+}
+
+func (f *fakeTB) Helper()           {}
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Failed() bool      { return f.failed || len(f.errs) > 0 }
+func (f *fakeTB) Logf(s string, a ...any) {
+	f.logs = append(f.logs, fmt.Sprintf(s, a...))
+}
+func (f *fakeTB) Errorf(s string, a ...any) {
+	f.errs = append(f.errs, fmt.Sprintf(s, a...))
+}
+func (f *fakeTB) Fatalf(s string, a ...any) {
+	f.Errorf(s, a...)
+	panic("Fatalf")
+}
+
+func (f *fakeTB) runCleanups() {
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}
+
+// monitorOn wraps a world's recorder in a Monitor without watches.
+func monitorOn(w *world, o Options) *Monitor {
+	m := newMonitor(o, epoch)
+	m.rec = w.rec
+	return m
+}
+
+func TestPoll_ReturnsAtTheViolationNotAtTheDeadline(t *testing.T) {
+	w := newWorld(t, seed000CliqueSurge())
+	w.run(seed000CliqueSurgeRollout()[:8]...)
+	m := monitorOn(w, Options{PollInterval: time.Hour}) // only the violation can wake Poll
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		m.locked(func(*recorder, time.Time) { create(sp(0, fe, 4), "v2")(w) })
+	}()
+	start := time.Now()
+	err := m.Poll(context.Background(), time.Minute, func() (bool, error) { return false, nil })
+	var v *Violation
+	if !errors.As(err, &v) || v.Invariant != UnitsWithinSurge {
+		t.Fatalf("Poll = %v, want the %s violation", err, UnitsWithinSurge)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Poll returned after %s, want at the violation", d)
+	}
+}
+
+func TestPoll_ConditionTimeoutAndError(t *testing.T) {
+	m := monitorOn(newWorld(t, seed000CliqueSurge()), Options{PollInterval: time.Millisecond})
+	ctx := context.Background()
+	n := 0
+	if err := m.Poll(ctx, time.Minute, func() (bool, error) { n++; return n == 3, nil }); err != nil || n != 3 {
+		t.Fatalf("Poll = %v after %d calls, want nil after 3", err, n)
+	}
+	if err := m.Poll(ctx, 20*time.Millisecond, func() (bool, error) { return false, nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Poll = %v, want a deadline error", err)
+	}
+	boom := errors.New("boom")
+	if err := m.Poll(ctx, time.Minute, func() (bool, error) { return false, boom }); !errors.Is(err, boom) {
+		t.Fatalf("Poll = %v, want the condition's error", err)
+	}
+}
+
+func TestReport_FailsTheTestWithTheViolationAndItsTimeline(t *testing.T) {
+	w := newWorld(t, seed000CliqueSurge())
+	w.run(seed000CliqueSurgeRollout()[:8]...)
+	w.run(create(sp(0, fe, 4), "v2"), create(sp(0, fe, 5), "v2"))
+	m := monitorOn(w, Options{})
+	tb := &fakeTB{}
+	m.report(tb)
+	if len(tb.errs) != 1 {
+		t.Fatalf("errors = %q, want one", tb.errs)
+	}
+	for _, want := range []string{"invariant units-within-surge broken", "pod-created", "demo-0-frontend-4", "violation"} {
+		if !strings.Contains(tb.errs[0], want) {
+			t.Errorf("report lacks %q:\n%s", want, tb.errs[0])
+		}
+	}
+	if strings.Contains(tb.errs[0], "demo-0-frontend-5") {
+		t.Errorf("report runs past the first violation:\n%s", tb.errs[0])
+	}
+	if got := len(m.Violations()); got != 2 {
+		t.Errorf("violations = %d, want 2", got)
+	}
+}
+
+func TestReport_LogsTheTimelineWhenTheTestFailedOtherwise(t *testing.T) {
+	w := newWorld(t, seed000CliqueSurge())
+	w.run(seed000CliqueSurgeRollout()...)
+	tb := &fakeTB{failed: true}
+	monitorOn(w, Options{}).report(tb)
+	if len(tb.errs) != 0 || len(tb.logs) != 1 || !strings.Contains(tb.logs[0], "pod-deleted") {
+		t.Fatalf("errors %q, logs %q: want the timeline logged and no error", tb.errs, tb.logs)
+	}
+	clean := &fakeTB{}
+	monitorOn(newWorld(t, seed000CliqueSurge()), Options{}).report(clean)
+	if len(clean.errs)+len(clean.logs) != 0 {
+		t.Fatalf("a passing test got errors %q, logs %q", clean.errs, clean.logs)
+	}
+}
+
+func TestTimeline_KeepsTheMostRecentEvents(t *testing.T) {
+	tl := newTimeline(epoch, 3)
+	for i := range 5 {
+		tl.add(noLabels(epoch.Add(time.Duration(i)*time.Second), PodCreated, fmt.Sprintf("p%d", i), ""))
+	}
+	var names []string
+	for _, e := range tl.events() {
+		names = append(names, e.Name)
+	}
+	if got := strings.Join(names, ","); got != "p2,p3,p4" {
+		t.Fatalf("events = %s, want p2,p3,p4", got)
+	}
+	if got := tl.tail(2); len(got) != 2 || got[1].Name != "p4" {
+		t.Fatalf("tail(2) = %v", got)
+	}
+	var b strings.Builder
+	if err := writeEvents(&b, tl.start, tl.dropped, tl.events()); err != nil {
+		t.Fatal(err)
+	}
+	want := "(2 earlier events dropped)\n    2.000s pod-created            p2\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Fatalf("written:\n%s\nwant it to start with:\n%s", b.String(), want)
+	}
+}
+
+func TestTimeline_RecordsWhatTestsAssertOrdersOn(t *testing.T) {
+	w := newWorld(t, seed000CliqueSurge())
+	w.run(seed000CliqueSurgeRollout()...)
+	m := monitorOn(w, Options{})
+	// the order of replacements, as an e2e test would read it
+	var created []string
+	for _, e := range m.Timeline() {
+		if e.Kind == PodCreated && e.TemplateHash == hashOf(fe, "v2") {
+			created = append(created, fmt.Sprint(e.Index))
+		}
+	}
+	if got := strings.Join(created, " "); got != "3 0 1 2" {
+		t.Fatalf("updated pods created in order %q, want surge 3 then 0 1 2", got)
+	}
+	var b strings.Builder
+	if err := m.WriteTimeline(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "pod-deleting           demo-0-frontend-3 [replica=0 clique=frontend index=3") {
+		t.Fatalf("timeline:\n%s", b.String())
+	}
+}

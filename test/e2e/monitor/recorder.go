@@ -1,0 +1,281 @@
+package monitor
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// maxViolations bounds the violations kept; the first one is what matters.
+const maxViolations = 100
+
+// recorder turns observed objects into timeline events and checks every event.
+// It has no client and no clock of its own: the Monitor feeds it from watches,
+// unit tests feed it by hand.
+type recorder struct {
+	opts       Options
+	snap       *snapshot
+	hist       *history
+	specs      specTracker
+	expected   expectedDeletions
+	timeline   *timeline
+	violations []Violation
+	// setGone: the PodCliqueSet is being deleted and its children go with it;
+	// nothing is checked any more.
+	setGone bool
+	// readSpec reads the PodCliqueSet from the apiserver, past the watch, when a
+	// check needs a spec the watch may not have delivered yet; nil in unit tests.
+	readSpec func() (*v1alpha1.PodCliqueSet, error)
+}
+
+func newRecorder(o Options, start time.Time) *recorder {
+	return &recorder{
+		opts:     o,
+		snap:     newSnapshot(),
+		hist:     newHistory(),
+		specs:    specTracker{grace: o.SpecGrace, maxLag: o.MaxSpecLag},
+		timeline: newTimeline(start, o.TimelineSize),
+	}
+}
+
+// observePod takes in a pod added or updated; initial marks pods that were
+// there when the monitor started.
+func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
+	p, err := podStateOf(pod)
+	if err != nil {
+		r.timeline.add(noLabels(now, Ignored, "pod/"+pod.Name, err.Error()))
+		return
+	}
+	old, existed := r.snap.pods[p.Name]
+	after := r.snap.clone()
+	after.pods[p.Name] = p
+	r.process(now, after, podChanges(now, old, existed, p, initial))
+}
+
+func (r *recorder) forgetPod(now time.Time, name string) {
+	old, ok := r.snap.pods[name]
+	if !ok {
+		return
+	}
+	after := r.snap.clone()
+	delete(after.pods, name)
+	r.process(now, after, []Event{podEvent(now, PodDeleted, old)})
+}
+
+// podChanges are the events between two states of a pod; one update of a pod
+// can carry several (bound and ready at once after a missed watch event).
+func podChanges(now time.Time, old podState, existed bool, p podState, initial bool) []Event {
+	if !existed && initial {
+		return []Event{podEvent(now, PodPresent, p)}
+	}
+	var out []Event
+	if !existed {
+		out = append(out, podEvent(now, PodCreated, p))
+		old = podState{Ready: p.Ready, Node: p.Node}
+	}
+	if old.Node == "" && p.Node != "" {
+		e := podEvent(now, PodBound, p)
+		e.Detail = "node " + p.Node
+		out = append(out, e)
+	}
+	if !old.Ready && p.Ready {
+		out = append(out, podEvent(now, PodReady, p))
+	}
+	if old.Ready && !p.Ready {
+		out = append(out, podEvent(now, PodUnready, p))
+	}
+	if existed && (old.TemplateHash != p.TemplateHash || old.SetRevision != p.SetRevision) {
+		e := podEvent(now, PodRelabel, p)
+		e.Detail = fmt.Sprintf("was hash %s revision %s", old.TemplateHash, old.SetRevision)
+		out = append(out, e)
+	}
+	if !old.Terminating && p.Terminating {
+		out = append(out, podEvent(now, PodDeleting, p))
+	}
+	return out
+}
+
+// childKinds are the event kinds of one child kind (PodClique or scaling group).
+type childKinds struct {
+	present, created, scaled, deleting, deleted EventKind
+}
+
+var (
+	podCliqueKinds    = childKinds{PodCliquePresent, PodCliqueCreated, PodCliqueScaled, PodCliqueDeleting, PodCliqueDeleted}
+	scalingGroupKinds = childKinds{ScalingGroupPresent, ScalingGroupCreated, ScalingGroupScaled, ScalingGroupDeleting, ScalingGroupDeleted}
+)
+
+func (r *recorder) observeClique(now time.Time, pc *v1alpha1.PodClique, initial bool) {
+	c, err := cliqueStateOf(pc)
+	if err != nil {
+		r.timeline.add(noLabels(now, Ignored, "podclique/"+pc.Name, err.Error()))
+		return
+	}
+	old, existed := r.snap.cliques[c.Name]
+	after := r.snap.clone()
+	after.cliques[c.Name] = c
+	r.process(now, after, childChanges(now, podCliqueKinds, old, existed, c, initial))
+}
+
+func (r *recorder) forgetClique(now time.Time, name string) {
+	old, ok := r.snap.cliques[name]
+	if !ok {
+		return
+	}
+	after := r.snap.clone()
+	delete(after.cliques, name)
+	r.process(now, after, []Event{childEvent(now, PodCliqueDeleted, old, "")})
+}
+
+func (r *recorder) observeGroup(now time.Time, g *v1alpha1.PodCliqueScalingGroup, initial bool) {
+	c, err := groupStateOf(g)
+	if err != nil {
+		r.timeline.add(noLabels(now, Ignored, "podcliquescalinggroup/"+g.Name, err.Error()))
+		return
+	}
+	old, existed := r.snap.groups[c.Name]
+	after := r.snap.clone()
+	after.groups[c.Name] = c
+	r.process(now, after, childChanges(now, scalingGroupKinds, old, existed, c, initial))
+}
+
+func (r *recorder) forgetGroup(now time.Time, name string) {
+	old, ok := r.snap.groups[name]
+	if !ok {
+		return
+	}
+	after := r.snap.clone()
+	delete(after.groups, name)
+	r.process(now, after, []Event{childEvent(now, ScalingGroupDeleted, old, "")})
+}
+
+func childChanges(now time.Time, k childKinds, old childState, existed bool, c childState, initial bool) []Event {
+	switch {
+	case !existed && initial:
+		return []Event{childEvent(now, k.present, c, fmt.Sprintf("replicas %d", c.Replicas))}
+	case !existed:
+		return []Event{childEvent(now, k.created, c, fmt.Sprintf("replicas %d", c.Replicas))}
+	}
+	var out []Event
+	if old.Replicas != c.Replicas {
+		out = append(out, childEvent(now, k.scaled, c, fmt.Sprintf("replicas %d → %d", old.Replicas, c.Replicas)))
+	}
+	if !old.Terminating && c.Terminating {
+		out = append(out, childEvent(now, k.deleting, c, ""))
+	}
+	return out
+}
+
+// observeSet takes in the PodCliqueSet: a new spec generation, the operator
+// catching up with one, or the start of its deletion.
+func (r *recorder) observeSet(now time.Time, pcs *v1alpha1.PodCliqueSet) {
+	r.takeSet(now, pcs)
+	if pcs.DeletionTimestamp != nil && !r.setGone {
+		r.setGone = true
+		r.timeline.add(noLabels(now, SetDeleting, pcs.Name, "checks stop"))
+	}
+	r.hist.advance(r.specs.live(now), r.snap)
+}
+
+func (r *recorder) forgetSet(now time.Time, name string) {
+	if !r.setGone {
+		r.setGone = true
+		r.timeline.add(noLabels(now, SetDeleting, name, "deleted; checks stop"))
+	}
+}
+
+// takeSet records a PodCliqueSet's spec and status; it reports whether the spec
+// is newer than every one seen before.
+func (r *recorder) takeSet(now time.Time, pcs *v1alpha1.PodCliqueSet) bool {
+	newer := false
+	previous := r.specs.newest()
+	if t, err := newTarget(pcs); err != nil {
+		r.timeline.add(noLabels(now, SpecUnusable, pcs.Name, err.Error()))
+	} else if r.specs.add(t, now) {
+		newer = true
+		r.timeline.add(noLabels(now, SpecChanged, pcs.Name, t.summary()))
+		if previous != nil && previous.key != t.key {
+			r.hist.restart(t.key)
+		}
+	}
+	if r.specs.observe(pcs.Status.ObservedGeneration, now) {
+		r.timeline.add(noLabels(now, SpecObserved, pcs.Name, fmt.Sprintf("observedGeneration %d", pcs.Status.ObservedGeneration)))
+	}
+	return newer
+}
+
+// announce records a deletion the test is about to make.
+func (r *recorder) announce(now time.Time, x expectedDeletion, what string) {
+	x.at = now
+	r.expected.add(x)
+	r.timeline.add(noLabels(now, DeletionAnnounced, what, ""))
+}
+
+// process records events that took the snapshot to after, checking each one.
+func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
+	before := r.snap
+	for _, ev := range events {
+		if ev.Kind == PodDeleting || ev.Kind == PodDeleted {
+			if p, ok := before.pods[ev.Name]; ok && !p.Terminating {
+				ev.Announced = r.expected.claim(p)
+			}
+		}
+		r.timeline.add(ev)
+		if !r.setGone {
+			r.record(r.check(now, before, after, ev))
+		}
+	}
+	r.snap = after
+	r.hist.advance(r.specs.live(now), after)
+}
+
+// check runs the invariants on one event. A violation found against the
+// watched spec is confirmed against a fresh read first: the operator may have
+// acted on a spec the watch has not delivered yet.
+func (r *recorder) check(now time.Time, before, after *snapshot, ev Event) []Violation {
+	switch ev.Kind {
+	case PodCreated, PodDeleting, PodDeleted, PodCliqueCreated, ScalingGroupCreated:
+	default:
+		return nil
+	}
+	if r.specs.newest() == nil {
+		r.readFreshSpec(now, before)
+	}
+	vs := checkEvent(r.specs.live(now), r.hist, before, after, ev)
+	if len(vs) > 0 && r.readFreshSpec(now, before) {
+		vs = checkEvent(r.specs.live(now), r.hist, before, after, ev)
+	}
+	return vs
+}
+
+// readFreshSpec reads the PodCliqueSet past the watch and reports whether that
+// gave a newer spec.
+func (r *recorder) readFreshSpec(now time.Time, current *snapshot) bool {
+	if r.readSpec == nil {
+		return false
+	}
+	pcs, err := r.readSpec()
+	if err != nil {
+		r.timeline.add(noLabels(now, SpecUnusable, "", "reading the PodCliqueSet: "+err.Error()))
+		return false
+	}
+	if !r.takeSet(now, pcs) {
+		return false
+	}
+	r.hist.advance(r.specs.live(now), current)
+	return true
+}
+
+func (r *recorder) record(vs []Violation) {
+	for _, v := range vs {
+		r.timeline.add(noLabels(v.Time, ViolationFound, string(v.Invariant), v.Detail))
+		v.Timeline = r.timeline.tail(r.opts.ExcerptSize)
+		v.start = r.timeline.start
+		if len(r.violations) < maxViolations {
+			r.violations = append(r.violations, v)
+		}
+	}
+}

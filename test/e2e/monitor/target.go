@@ -1,0 +1,277 @@
+package monitor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// target is one PodCliqueSet spec the operator may be acting on, with what the
+// checks derive from it: the template hash every clique's pods are moving to.
+type target struct {
+	generation int64
+	spec       v1alpha1.PodCliqueSetSpec // defaulted
+	hashes     map[string]string         // clique name → pod template hash
+	// key names the rollout target (every clique's hash): role-step progress is
+	// kept per key, so a new template starts the steps over.
+	key string
+}
+
+func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
+	p := pcs.DeepCopy()
+	p.Default()
+	t := &target{generation: p.Generation, spec: p.Spec, hashes: map[string]string{}}
+	var parts []string
+	for i := range t.spec.Template.Cliques {
+		c := &t.spec.Template.Cliques[i]
+		h, err := revision.PodTemplateHash(&c.Template)
+		if err != nil {
+			return nil, fmt.Errorf("hashing the template of clique %s: %w", c.Name, err)
+		}
+		t.hashes[c.Name] = h
+		parts = append(parts, c.Name+"="+h)
+	}
+	slices.Sort(parts)
+	t.key = strings.Join(parts, ",")
+	// Resolve every limit once so that a spec the checks cannot read is refused
+	// here rather than silently skipped later.
+	if _, err := t.setLimits(t.replicas()); err != nil {
+		return nil, err
+	}
+	for _, c := range t.spec.Template.Cliques {
+		if _, err := t.cliqueLimits(c.Name, c.Replicas); err != nil {
+			return nil, fmt.Errorf("clique %s: %w", c.Name, err)
+		}
+	}
+	for _, g := range t.spec.Template.PodCliqueScalingGroups {
+		if _, err := t.groupLimits(g.Name, g.Replicas); err != nil {
+			return nil, fmt.Errorf("scaling group %s: %w", g.Name, err)
+		}
+	}
+	return t, nil
+}
+
+// strategy is the update type, with RollingUpdate's synonym folded in.
+func (t *target) strategy() v1alpha1.UpdateStrategyType {
+	if t.spec.UpdateStrategy.Type.IsRollingUpdate() {
+		return v1alpha1.RollingUpdateStrategyType
+	}
+	return t.spec.UpdateStrategy.Type
+}
+
+func (t *target) replicas() int32 {
+	if t.spec.Replicas == nil {
+		return v1alpha1.DefaultReplicas
+	}
+	return *t.spec.Replicas
+}
+
+func (t *target) partition() int32 {
+	if ru := t.spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+// steps are the role steps, which only RollingUpdate honours.
+func (t *target) steps() []v1alpha1.RoleUpgradeStep {
+	if ru := t.spec.UpdateStrategy.RoleUpgrade; ru != nil && t.strategy() == v1alpha1.RollingUpdateStrategyType {
+		return ru.Steps
+	}
+	return nil
+}
+
+func (t *target) clique(name string) *v1alpha1.PodCliqueTemplateSpec {
+	return t.spec.Template.Clique(name)
+}
+
+func (t *target) group(name string) *v1alpha1.PodCliqueScalingGroupConfig {
+	for i := range t.spec.Template.PodCliqueScalingGroups {
+		if t.spec.Template.PodCliqueScalingGroups[i].Name == name {
+			return &t.spec.Template.PodCliqueScalingGroups[i]
+		}
+	}
+	return nil
+}
+
+// roleReplicas is the unit count of a role: pods of a standalone clique, replicas
+// of a scaling group.
+func (t *target) roleReplicas(role string) int32 {
+	if g := t.group(role); g != nil {
+		return g.Replicas
+	}
+	if c := t.clique(role); c != nil {
+		return c.Replicas
+	}
+	return 0
+}
+
+// updated reports whether a pod runs the template its clique moves to.
+func (t *target) updated(p podState) bool {
+	h, ok := t.hashes[p.Clique]
+	return ok && p.TemplateHash == h
+}
+
+// setLimits are the PCS-replica level's limits: only ReplicaRecreate replaces
+// (and surges) whole replicas; the other types never surge them.
+func (t *target) setLimits(replicas int32) (rollout.Fenceposts, error) {
+	if t.strategy() != v1alpha1.ReplicaRecreateStrategyType {
+		return rollout.Fenceposts{MaxUnavailable: 1}, nil
+	}
+	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
+	if ru := t.spec.UpdateStrategy.RollingUpdate; ru != nil {
+		unavailable, surge = orDefault(ru.MaxUnavailable, unavailable), orDefault(ru.MaxSurge, surge)
+	}
+	return rollout.ResolveFenceposts(surge, unavailable, replicas)
+}
+
+// cliqueLimits are a clique's limits for its pods. Member cliques of a scaling
+// group never surge: their group replica is the unit that is replaced.
+func (t *target) cliqueLimits(name string, replicas int32) (rollout.Fenceposts, error) {
+	c := t.clique(name)
+	if c == nil {
+		return rollout.Fenceposts{}, fmt.Errorf("no clique %s in the spec", name)
+	}
+	if t.spec.Template.ScalingGroupOf(name) != nil {
+		return rollout.Fenceposts{MaxUnavailable: 1}, nil
+	}
+	return t.componentLimits(c.UpdateStrategy, replicas)
+}
+
+// groupLimits are a scaling group's limits for its group replicas.
+func (t *target) groupLimits(name string, replicas int32) (rollout.Fenceposts, error) {
+	g := t.group(name)
+	if g == nil {
+		return rollout.Fenceposts{}, fmt.Errorf("no scaling group %s in the spec", name)
+	}
+	return t.componentLimits(g.UpdateStrategy, replicas)
+}
+
+// componentLimits: a clique's or group's own limits apply under RollingUpdate;
+// the other types use the defaults, and OnDelete never surges.
+func (t *target) componentLimits(s *v1alpha1.ComponentUpdateStrategy, replicas int32) (rollout.Fenceposts, error) {
+	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
+	if s != nil && t.strategy() == v1alpha1.RollingUpdateStrategyType {
+		unavailable, surge = orDefault(s.MaxUnavailable, unavailable), orDefault(s.MaxSurge, surge)
+	}
+	fp, err := rollout.ResolveFenceposts(surge, unavailable, replicas)
+	if t.strategy() == v1alpha1.OnDeleteStrategyType {
+		fp.MaxSurge = 0
+	}
+	return fp, err
+}
+
+func orDefault(v *intstr.IntOrString, def intstr.IntOrString) intstr.IntOrString {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// summary is the one line a spec change leaves in the timeline.
+func (t *target) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "generation %d %s replicas %d", t.generation, t.strategy(), t.replicas())
+	if t.spec.Paused {
+		b.WriteString(" paused")
+	}
+	if p := t.partition(); p > 0 {
+		fmt.Fprintf(&b, " partition %d", p)
+	}
+	fmt.Fprintf(&b, " templates %s", t.key)
+	return b.String()
+}
+
+// specTracker keeps the specs the operator may still be acting on. Watches of
+// different kinds are not ordered with each other, so a pod event can arrive
+// before the spec change that caused it, or after a spec change the operator has
+// not seen yet. A check breaks only when it breaks under every live spec.
+type specTracker struct {
+	// grace is how long a superseded spec stays live after the PodCliqueSet's
+	// status reports the newer generation (its children's controllers may still
+	// act on what they were told before).
+	grace time.Duration
+	// maxLag bounds how long a superseded spec stays live when the status never
+	// reports the newer generation.
+	maxLag  time.Duration
+	entries []specEntry // oldest first; the last one is the newest spec
+}
+
+type specEntry struct {
+	target       *target
+	supersededAt time.Time // zero for the newest
+	observedAt   time.Time // when status.observedGeneration first reached this generation
+}
+
+// add records a spec and reports whether it is newer than every spec known. A
+// spec older than the newest (a stale watch event after a fresh read) is ignored.
+func (s *specTracker) add(t *target, now time.Time) bool {
+	if n := len(s.entries); n > 0 {
+		newest := &s.entries[n-1]
+		if t.generation <= newest.target.generation {
+			return false
+		}
+		newest.supersededAt = now
+	}
+	s.entries = append(s.entries, specEntry{target: t})
+	return true
+}
+
+// observe records the PodCliqueSet status' observedGeneration and reports
+// whether it marked a spec as seen by the operator.
+func (s *specTracker) observe(generation int64, now time.Time) bool {
+	changed := false
+	for i := range s.entries {
+		e := &s.entries[i]
+		if e.observedAt.IsZero() && e.target.generation <= generation {
+			e.observedAt, changed = now, true
+		}
+	}
+	return changed
+}
+
+// live returns the specs the operator may be acting on at now, newest last, and
+// forgets the ones retired.
+func (s *specTracker) live(now time.Time) []*target {
+	var kept []specEntry
+	for i, e := range s.entries {
+		if i == len(s.entries)-1 || now.Before(s.retireAt(i)) {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+	out := make([]*target, 0, len(kept))
+	for _, e := range kept {
+		out = append(out, e.target)
+	}
+	return out
+}
+
+func (s *specTracker) retireAt(i int) time.Time {
+	e, next := s.entries[i], s.entries[i+1]
+	if next.observedAt.IsZero() {
+		return e.supersededAt.Add(s.maxLag)
+	}
+	return later(e.supersededAt, next.observedAt).Add(s.grace)
+}
+
+func (s *specTracker) newest() *target {
+	if len(s.entries) == 0 {
+		return nil
+	}
+	return s.entries[len(s.entries)-1].target
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
