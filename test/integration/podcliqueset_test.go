@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -185,5 +186,33 @@ func TestPodCliqueSet_ScalingNeverStartsARollout(t *testing.T) {
 	waitFor(t, "1 replica left, index 0", 90*time.Second, func() (bool, string) {
 		groups := listNames(t, ns, &v1alpha1.PodCliqueScalingGroupList{})
 		return strings.Join(groups, ",") == "disagg-0-decode,disagg-0-prefill", strings.Join(groups, ",")
+	})
+}
+
+func TestPodCliqueSet_SaysWhenAGangIsNotPlaced(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ns := newNamespace(t)
+	for _, u := range manifests(t, filepath.Join(testenv.RepoRoot(), "examples", "single-node-aggregated.yaml")) {
+		u.SetNamespace(ns)
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pcs := &v1alpha1.PodCliqueSet{}
+	pcs.Namespace, pcs.Name = ns, "single-node-agg"
+	gangCondition := func() *metav1.Condition {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+		return apimeta.FindStatusCondition(pcs.Status.Conditions, "GangScheduled")
+	}
+	// No kubelet yet: nothing binds the pods, so the gang is not placed.
+	waitFor(t, "GangScheduled=False", 30*time.Second, func() (bool, string) {
+		c := gangCondition()
+		return c != nil && c.Status == "False" && strings.Contains(c.Message, "replica 0: gang single-node-agg-0"), fmt.Sprintf("%+v", c)
+	})
+	testenv.StartKubelet(ctx, env.Client, ns)
+	waitFor(t, "GangScheduled=True once the pods are bound", 30*time.Second, func() (bool, string) {
+		c := gangCondition()
+		return c != nil && c.Status == "True", fmt.Sprintf("%+v", c)
 	})
 }

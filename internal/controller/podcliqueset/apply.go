@@ -25,56 +25,59 @@ const annotationTemplateReplicas = "lockstep.dev/template-replicas"
 
 // apply carries out a plan: whole replicas deleted (ReplicaRecreate, scale-in),
 // gangs and Services in place, and every child's spec set to its target.
+// It returns the status of each replica's base gang (empty without gangs).
 func (r *Reconciler) apply(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec, revs rollout.Revisions,
-	tmpls templates, plan rollout.SetPlan, ch children) error {
+	tmpls templates, plan rollout.SetPlan, ch children) ([]replicaGang, error) {
 	for _, d := range plan.Deletes {
 		if err := r.deleteReplica(ctx, pcs, d, ch.all[d.Index]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	live := map[int32]bool{}
-	var gangs []gang.Gang
+	var baseGangs []gang.Gang
 	withSpec := pcs.DeepCopy()
 	withSpec.Spec = *spec
 	for _, rp := range plan.Replicas {
 		live[rp.Index] = true
-		gangs = append(gangs, gang.BaseGang(withSpec, int(rp.Index)))
+		baseGangs = append(baseGangs, gang.BaseGang(withSpec, int(rp.Index)))
 	}
-	if err := r.Gangs.SyncGangs(ctx, pcs, gangs); err != nil {
-		return fmt.Errorf("syncing the gangs of %s: %w", pcs.Name, err)
+	if err := r.Gangs.SyncGangs(ctx, pcs, baseGangs); err != nil {
+		return nil, fmt.Errorf("syncing the gangs of %s: %w", pcs.Name, err)
 	}
 	if err := r.syncServices(ctx, pcs, live); err != nil {
-		return err
+		return nil, err
 	}
 	surge := map[int32]bool{}
 	for _, c := range plan.Creates {
 		surge[c.Index] = c.Surge
 	}
+	var gangs []replicaGang
 	for _, rp := range plan.Replicas {
 		w := childWriter{r: r, pcs: pcs, spec: spec, revs: revs, tmpls: tmpls, replica: rp.Index, surge: surge[rp.Index]}
 		if _, native := r.Gangs.(*gang.Native); native {
 			st, err := r.Gangs.GangStatus(ctx, client.ObjectKey{Namespace: pcs.Namespace, Name: naming.BaseGang(pcs.Name, int(rp.Index))})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			w.baseGang, w.baseScheduled = naming.BaseGang(pcs.Name, int(rp.Index)), st.Scheduled
+			gangs = append(gangs, replicaGang{replica: rp.Index, name: w.baseGang, status: st})
 		}
 		for _, ct := range rp.Cliques {
 			if ct.Target != nil {
 				if err := w.syncClique(ctx, ct.Role, *ct.Target, ch.cliques[rp.Index][ct.Role]); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		for _, ct := range rp.Groups {
 			if ct.Target != nil {
 				if err := w.syncGroup(ctx, ct.Role, *ct.Target, ch.groups[rp.Index][ct.Role]); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 	}
-	return nil
+	return gangs, nil
 }
 
 // deleteReplica removes every child of one PodCliqueSet replica together.
@@ -144,6 +147,13 @@ func replicaLabels(pcs *v1alpha1.PodCliqueSet, idx int32) map[string]string {
 		v1alpha1.LabelPodCliqueSet:             pcs.Name,
 		v1alpha1.LabelPodCliqueSetReplicaIndex: strconv.Itoa(int(idx)),
 	}
+}
+
+// replicaGang is the base gang of one replica and how it stands.
+type replicaGang struct {
+	replica int32
+	name    string
+	status  gang.Status
 }
 
 // childWriter writes the children of one PodCliqueSet replica.

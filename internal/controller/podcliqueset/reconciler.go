@@ -92,10 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}
-	if err := r.apply(ctx, pcs, &spec.Spec, revs, tmpls, plan, children); err != nil {
+	gangs, err := r.apply(ctx, pcs, &spec.Spec, revs, tmpls, plan, children)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, pcs, plan); err != nil {
+	if err := r.updateStatus(ctx, pcs, plan, gangs); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)}, nil

@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +14,43 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // maxUpdatingInStatus keeps status bounded with many concurrent replica updates.
 const maxUpdatingInStatus = 100
+
+// ConditionGangScheduled says whether every replica's base gang is placed, and
+// if not, why, in the scheduler's words.
+const ConditionGangScheduled = "GangScheduled"
+
+// gangCondition is GangScheduled from the base gangs' statuses; ok is false
+// without gang scheduling.
+func gangCondition(gangs []replicaGang, generation int64) (metav1.Condition, bool) {
+	if len(gangs) == 0 {
+		return metav1.Condition{}, false
+	}
+	c := metav1.Condition{Type: ConditionGangScheduled, Status: metav1.ConditionTrue, Reason: gang.ReasonScheduled,
+		Message: fmt.Sprintf("the base gangs of all %d replicas are placed", len(gangs)), ObservedGeneration: generation}
+	var waiting []string
+	for _, g := range gangs {
+		if g.status.Scheduled {
+			continue
+		}
+		if c.Status == metav1.ConditionTrue {
+			c.Status, c.Reason = metav1.ConditionFalse, g.status.Reason
+		}
+		waiting = append(waiting, fmt.Sprintf("replica %d: gang %s: %s", g.replica, g.name, g.status.Message))
+	}
+	if len(waiting) > 0 {
+		c.Message = strings.Join(waiting, "; ")
+		if len(c.Message) > 4000 {
+			c.Message = strings.ToValidUTF8(c.Message[:4000], "") + "..."
+		}
+	}
+	return c, true
+}
 
 // previousProgress reads the progress the last plan stored in the status.
 func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
@@ -42,7 +75,7 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 
 // updateStatus writes the status the plan implies and an Event for every step a
 // rollout took since the last one.
-func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan) error {
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang) error {
 	s := plan.Status
 	st := pcs.Status.DeepCopy()
 	st.ObservedGeneration = pcs.Generation
@@ -53,6 +86,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, ObservedGeneration: pcs.Generation,
 		})
+	}
+	if c, ok := gangCondition(gangs, pcs.Generation); ok {
+		apimeta.SetStatusCondition(&st.Conditions, c)
+	} else {
+		apimeta.RemoveStatusCondition(&st.Conditions, ConditionGangScheduled)
 	}
 	st.UpdateProgress = progressStatus(s.Progress)
 	r.narrate(pcs, &pcs.Status, st)
@@ -112,6 +150,11 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 				r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RoleStepStarted", "Rollout",
 					"Replica %d: step %d, %s to %d updated and ready (%d now)", u.ReplicaIndex, s.Index+1, s.Role, s.Target, s.UpdatedAndReady)
 			}
+		}
+	}
+	if g := apimeta.FindStatusCondition(after.Conditions, ConditionGangScheduled); g != nil && g.Status == metav1.ConditionFalse {
+		if old := apimeta.FindStatusCondition(before.Conditions, ConditionGangScheduled); old == nil || old.Status != g.Status || old.Reason != g.Reason {
+			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "GangNotScheduled", "Schedule", "%s", g.Message)
 		}
 	}
 	oldC := apimeta.FindStatusCondition(before.Conditions, rollout.ConditionProgressing)
