@@ -22,6 +22,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/gang"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -32,7 +33,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Gangs places each replica's pods in gangs; gang.None{} turns that off.
 	Gangs gang.Backend
-	Now   func() time.Time
+	// Metrics records rollouts; nil records nothing.
+	Metrics *metrics.Rollouts
+	Now     func() time.Time
 }
 
 // SetupWithManager registers the reconciler. Pods wake it up too: readiness
@@ -68,6 +71,9 @@ func setOfObject(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
+		if apierrors.IsNotFound(err) && r.Metrics != nil {
+			r.Metrics.Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pcs.DeletionTimestamp.IsZero() {

@@ -11,6 +11,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -94,6 +96,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	}
 	st.UpdateProgress = progressStatus(s.Progress)
 	r.narrate(pcs, &pcs.Status, st)
+	r.record(pcs, &pcs.Status, st, plan.Status)
 	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
 		return nil
 	}
@@ -181,4 +184,45 @@ func metaTime(t time.Time) *metav1.Time {
 	}
 	mt := metav1.NewTime(t)
 	return &mt
+}
+
+// record updates the rollout metrics from one status to the next.
+func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus, s rollout.SetStatus) {
+	m := r.Metrics
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": pcs.Namespace, "podcliqueset": pcs.Name}
+	inProgress := 0.0
+	if !s.Complete {
+		inProgress = 1
+	}
+	m.InProgress.With(l).Set(inProgress)
+	m.UpdatedUnits.With(l).Set(float64(s.Progress.Counts.Updated))
+	if p := after.UpdateProgress; p != nil && p.UpdateEndedAt != nil && p.UpdateStartedAt != nil &&
+		(before.UpdateProgress == nil || before.UpdateProgress.UpdateEndedAt == nil) {
+		m.Duration.With(l).Observe(p.UpdateEndedAt.Sub(p.UpdateStartedAt.Time).Seconds())
+	}
+	if s.DeadlineExceeded {
+		if c := apimeta.FindStatusCondition(before.Conditions, rollout.ConditionProgressing); c == nil || c.Reason != rollout.ReasonProgressDeadlineExceeded {
+			m.Stalls.With(l).Inc()
+		}
+	}
+	prev := map[int32]*v1alpha1.RoleStepProgress{}
+	if before.UpdateProgress != nil {
+		for _, u := range before.UpdateProgress.UpdatingReplicas {
+			prev[u.ReplicaIndex] = u.RoleStep
+		}
+	}
+	if after.UpdateProgress != nil {
+		for _, u := range after.UpdateProgress.UpdatingReplicas {
+			old, was := prev[u.ReplicaIndex]
+			if !was {
+				m.Steps.With(prometheus.Labels{"namespace": pcs.Namespace, "podcliqueset": pcs.Name, "step": "replica"}).Inc()
+			}
+			if u.RoleStep != nil && (old == nil || old.Index != u.RoleStep.Index) {
+				m.Steps.With(prometheus.Labels{"namespace": pcs.Namespace, "podcliqueset": pcs.Name, "step": "role"}).Inc()
+			}
+		}
+	}
 }
