@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
@@ -139,6 +140,7 @@ func TestPodCliqueSet_DefaultRollingUpdateFinishesOneReplicaBeforeTheNext(t *tes
 			pcs.Status.CurrentRevision == pcs.Status.UpdateRevision && c != nil && c.Reason == "RolloutComplete"
 		return done, fmt.Sprintf("%+v", pcs.Status)
 	})
+	assertRolloutMetrics(t, ns, "disagg")
 	deleted := pw.check(t)
 	// Every deletion in replica 0 comes before any in replica 1.
 	seenOne := false
@@ -215,4 +217,37 @@ func TestPodCliqueSet_SaysWhenAGangIsNotPlaced(t *testing.T) {
 		c := gangCondition()
 		return c != nil && c.Status == "True", fmt.Sprintf("%+v", c)
 	})
+}
+
+// assertRolloutMetrics checks that a completed rollout was recorded: one
+// duration observation, no rollout in progress, replica steps counted.
+func assertRolloutMetrics(t *testing.T, ns, name string) {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] != ns || labels["podcliqueset"] != name {
+				continue
+			}
+			switch f.GetName() {
+			case "lockstep_rollout_duration_seconds":
+				found[f.GetName()] += float64(m.GetHistogram().GetSampleCount())
+			case "lockstep_rollout_in_progress":
+				found[f.GetName()] += m.GetGauge().GetValue()
+			case "lockstep_rollout_steps_total":
+				found[f.GetName()+"/"+labels["step"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if found["lockstep_rollout_duration_seconds"] < 1 || found["lockstep_rollout_in_progress"] != 0 || found["lockstep_rollout_steps_total/replica"] < 2 {
+		t.Fatalf("rollout metrics for %s/%s: %v", ns, name, found)
+	}
 }
