@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -250,4 +251,83 @@ func assertRolloutMetrics(t *testing.T, ns, name string) {
 	if found["lockstep_rollout_duration_seconds"] < 1 || found["lockstep_rollout_in_progress"] != 0 || found["lockstep_rollout_steps_total/replica"] < 2 {
 		t.Fatalf("rollout metrics for %s/%s: %v", ns, name, found)
 	}
+}
+
+func TestPodCliqueSet_KeepsAChildScaledThroughItsScaleSubresource(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	ctx := context.Background()
+	frontend := &v1alpha1.PodClique{}
+	frontend.Namespace, frontend.Name = ns, "disagg-0-frontend"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc := &autoscalingv1.Scale{}
+		if err := env.Client.SubResource("scale").Get(ctx, frontend, sc); err != nil {
+			return err
+		}
+		sc.Spec.Replicas = 5 // as an HPA would
+		return env.Client.SubResource("scale").Update(ctx, frontend, client.WithSubResourceBody(sc))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "5 frontend pods in replica 0", 60*time.Second, func() (bool, string) {
+		var pods corev1.PodList
+		_ = env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelPodClique: "disagg-0-frontend"})
+		return len(pods.Items) == 5, fmt.Sprint(len(pods.Items))
+	})
+	// An unrelated change of the PodCliqueSet must not undo the scaling...
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { s.MinReadySeconds = 1 })
+	waitFor(t, "the PodCliqueSet to observe its change", 30*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+		return pcs.Status.ObservedGeneration == pcs.Generation, fmt.Sprint(pcs.Status.ObservedGeneration)
+	})
+	waitFor(t, "the child to carry the PodCliqueSet's minReadySeconds", 30*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(frontend), frontend)
+		return frontend.Spec.MinReadySeconds == 1, fmt.Sprint(frontend.Spec.MinReadySeconds)
+	})
+	if frontend.Spec.Replicas != 5 {
+		t.Fatalf("the PodCliqueSet reset the scaled child to %d replicas", frontend.Spec.Replicas)
+	}
+	// ...but a change of the clique's replicas in the template wins.
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.Template.Cliques[0].Replicas = 2
+		s.Template.Cliques[0].MinAvailable = new(int32(2))
+	})
+	waitFor(t, "the template's replicas to win", 30*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(frontend), frontend)
+		return frontend.Spec.Replicas == 2, fmt.Sprint(frontend.Spec.Replicas)
+	})
+}
+
+func TestPodCliqueSet_TrimsRevisionsAndDeletesEverythingWithIt(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	ctx := context.Background()
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { s.RevisionHistoryLimit = new(int32(1)) })
+	for _, v := range []string{"v2", "v3", "v4"} {
+		updatePCS(t, pcs, setEngineImage("lockstep-examples/llm-engine:"+v))
+		waitFor(t, "rollout to "+v, 120*time.Second, func() (bool, string) {
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+			return pcs.Status.ObservedGeneration == pcs.Generation && pcs.Status.UpdatedReplicas == 2 &&
+				pcs.Status.CurrentRevision == pcs.Status.UpdateRevision, fmt.Sprintf("%+v", pcs.Status)
+		})
+	}
+	// The current revision plus one of history.
+	waitFor(t, "history trimmed to the limit", 30*time.Second, func() (bool, string) {
+		revs := listNames(t, ns, &appsv1.ControllerRevisionList{})
+		return len(revs) == 2, strings.Join(revs, ",")
+	})
+	if err := env.Client.Delete(ctx, pcs); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every object of the PodCliqueSet gone", 60*time.Second, func() (bool, string) {
+		left := map[string][]string{
+			"pods": listNames(t, ns, &corev1.PodList{}), "podcliques": listNames(t, ns, &v1alpha1.PodCliqueList{}),
+			"groups": listNames(t, ns, &v1alpha1.PodCliqueScalingGroupList{}), "services": listNames(t, ns, &corev1.ServiceList{}),
+			"revisions": listNames(t, ns, &appsv1.ControllerRevisionList{}),
+		}
+		n := 0
+		for _, v := range left {
+			n += len(v)
+		}
+		return n == 0, fmt.Sprint(left)
+	})
 }

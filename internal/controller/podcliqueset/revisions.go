@@ -126,7 +126,9 @@ func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet
 	return nil
 }
 
-// revisionsInUse are the revisions any child of the PodCliqueSet refers to.
+// revisionsInUse are the revisions any child's spec refers to. (A child's
+// revision label records what it was created from and goes stale once it is
+// retargeted, so it does not keep a revision alive.)
 func (r *Reconciler) revisionsInUse(ctx context.Context, pcs *v1alpha1.PodCliqueSet) (map[string]bool, error) {
 	sel := client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}
 	inUse := map[string]bool{}
@@ -137,7 +139,6 @@ func (r *Reconciler) revisionsInUse(ctx context.Context, pcs *v1alpha1.PodClique
 	for _, c := range cliques.Items {
 		inUse[c.Spec.Revision] = true
 		inUse[c.Spec.UpdateStrategy.CurrentRevision] = true
-		inUse[c.Labels[v1alpha1.LabelPodCliqueSetRevision]] = true
 	}
 	var groups v1alpha1.PodCliqueScalingGroupList
 	if err := r.Client.List(ctx, &groups, client.InNamespace(pcs.Namespace), sel); err != nil {
@@ -146,7 +147,6 @@ func (r *Reconciler) revisionsInUse(ctx context.Context, pcs *v1alpha1.PodClique
 	for _, g := range groups.Items {
 		inUse[g.Spec.Revision] = true
 		inUse[g.Spec.UpdateStrategy.CurrentRevision] = true
-		inUse[g.Labels[v1alpha1.LabelPodCliqueSetRevision]] = true
 	}
 	return inUse, nil
 }
