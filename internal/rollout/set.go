@@ -201,6 +201,7 @@ const (
 	ReasonRolloutComplete            = "RolloutComplete"
 	ReasonPartitionReached           = "PartitionReached"
 	ReasonRollingUpdateInProgress    = "RollingUpdateInProgress"
+	ReasonScaling                    = "Scaling"
 	ReasonRoleStepWaiting            = "RoleStepWaiting"
 	ReasonWaitingForDeletion         = "WaitingForDeletion"
 	ReasonPaused                     = "Paused"

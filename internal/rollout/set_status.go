@@ -125,6 +125,9 @@ func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition
 		c.Status, c.Reason, c.Message = "Unknown", ReasonPaused, "the rollout is paused"
 	case s.DeadlineExceeded:
 		c.Status, c.Reason, c.Message = "False", ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
+	case !p.rolloutActive():
+		// No revision change under way: replicas are being created or scaled.
+		c.Reason, c.Message = ReasonScaling, fmt.Sprintf("%d of %d replicas available on revision %s", s.AvailableReplicas, p.shape.replicas, s.UpdateRevision)
 	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
 		c.Reason, c.Message = ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
 	case u.steps != nil && u.steps.current < len(u.steps.steps) && u.steps.issued:

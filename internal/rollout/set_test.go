@@ -433,3 +433,23 @@ func TestPolicyFromChildSpec_RoundTripsATarget(t *testing.T) {
 		t.Fatalf("policy %+v", p)
 	}
 }
+
+// Creating a PodCliqueSet, or scaling it, is not a rollout: Progressing says so.
+func TestPlanSet_CreationAndScalingAreNotReportedAsARollout(t *testing.T) {
+	spec := threeRoles(2, nil)
+	v1 := setRevision("v1")
+	plan, err := PlanSet(SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: v1}, Now: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonScaling {
+		t.Fatalf("Progressing reason on creation = %s, want %s", c.Reason, ReasonScaling)
+	}
+	plan, err = PlanSet(SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: setRevision("v2")}, Now: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
+		t.Fatalf("Progressing reason in a rollout = %s, want %s", c.Reason, ReasonRollingUpdateInProgress)
+	}
+}
