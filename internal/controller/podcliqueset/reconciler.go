@@ -5,6 +5,7 @@ package podcliqueset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -85,7 +86,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Now()
 
 	revs, tmpls, err := r.syncRevisions(ctx, pcs, &spec.Spec)
-	if err != nil {
+	historyHeld := errors.Is(err, errHistoryHeld)
+	if err != nil && !historyHeld {
 		return ctrl.Result{}, err
 	}
 	children, err := r.observe(ctx, pcs, revs, spec.Spec.MinReadySeconds, now)
@@ -105,8 +107,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.updateStatus(ctx, pcs, plan, gangs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)}, nil
+	wait := requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)
+	if historyHeld && (wait == 0 || wait > historyRetry) {
+		wait = historyRetry
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
 }
+
+// historyRetry is how soon to look at a history that children still held.
+const historyRetry = 5 * time.Second
 
 // requeueAfter wakes the reconciler for the next time-based change: a pod passing
 // minReadySeconds, or the progress deadline passing.

@@ -2,6 +2,7 @@ package podcliqueset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -94,6 +95,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 	if pcs.Status.CurrentRevision == "" {
 		revs.Current = revs.Update
 	}
+	// errHistoryHeld comes back with valid revisions: the caller looks again later.
 	return revs, tmpls, r.trimHistory(ctx, pcs, owned, revs)
 }
 
@@ -113,8 +115,13 @@ func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet
 		return err
 	}
 	var old []appsv1.ControllerRevision
+	held := 0
 	for _, cr := range owned {
-		if cr.Name != revs.Update.Name && cr.Name != revs.Current.Name && !inUse[cr.Name] {
+		switch {
+		case cr.Name == revs.Update.Name || cr.Name == revs.Current.Name:
+		case inUse[cr.Name]:
+			held++
+		default:
 			old = append(old, cr)
 		}
 	}
@@ -123,8 +130,16 @@ func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet
 			return fmt.Errorf("trimming revision %s: %w", old[i].Name, err)
 		}
 	}
+	if held > 0 && held+len(old) > int(limit) {
+		// Children still name a revision beyond the limit (a rollout just moved
+		// them on): look again once they have been rewritten.
+		return errHistoryHeld
+	}
 	return nil
 }
+
+// errHistoryHeld asks for a later look at the history; it is not a failure.
+var errHistoryHeld = errors.New("revision history held by children")
 
 // revisionsInUse are the revisions any child's spec refers to. (A child's
 // revision label records what it was created from and goes stale once it is
