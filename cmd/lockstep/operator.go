@@ -33,6 +33,8 @@ import (
 // operatorOptions are the operator's flags.
 type operatorOptions struct {
 	kubeconfig           string
+	apiQPS               float64
+	apiBurst             int
 	metricsAddr          string
 	probeAddr            string
 	leaderElect          bool
@@ -61,6 +63,8 @@ func newOperatorCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; in-cluster configuration or $KUBECONFIG when empty.")
+	f.Float64Var(&o.apiQPS, "kube-api-qps", 50, "Requests per second the operator may send to the API server.")
+	f.IntVar(&o.apiBurst, "kube-api-burst", 100, "Burst of requests above --kube-api-qps the operator may send.")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes listen on.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one operator replica reconciles at a time.")
@@ -89,6 +93,9 @@ func runOperator(o *operatorOptions) error {
 	if err != nil {
 		return err
 	}
+	// Rollouts write many objects at once; client-go's default of 5 per second
+	// (what a bare kubeconfig gets) would pace them, not the planner.
+	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))

@@ -117,7 +117,8 @@ type LevelStatus struct {
 	AvailableReplicas int32
 	// UpdatedReplicas and UpdatedReadyReplicas count live units at the update
 	// revision with Index < Replicas: the units that stay when the update ends.
-	// Surge units are left out so that role steps measure real progress.
+	// Surge units are left out so that role steps measure real progress. Under
+	// OnDelete, units above Replicas (left by an outdated-first scale-in) count.
 	UpdatedReplicas      int32
 	UpdatedReadyReplicas int32
 	// SurgeReplicas counts live units with Index >= Replicas.
@@ -224,15 +225,16 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 			v.available++
 		}
 		if u.Index < 0 || u.Index >= p.Replicas {
+			if p.Type == LevelOnDelete && u.Index >= 0 {
+				// OnDelete scales in outdated units first, so the units that stay
+				// may sit above Replicas: they are members, not surge.
+				v.countUpdated(u)
+				continue
+			}
 			v.misplaced = append(v.misplaced, int32(i))
 			continue
 		}
-		if u.Revision == p.UpdateRevision {
-			v.updatedRegular++
-			if u.Ready {
-				v.updatedReadyRegular++
-			}
-		}
+		v.countUpdated(u)
 		if u.Index < p.Partition {
 			continue
 		}
@@ -251,6 +253,15 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 	v.healthy, v.failed = buf[:nHealthy:nHealthy], buf[len(buf)-nFailed:]
 	v.vacancies = max(0, p.Replicas-max(p.Partition, 0)) - liveEligible
 	return v
+}
+
+func (v *levelView) countUpdated(u *Unit) {
+	if u.Revision == v.p.UpdateRevision {
+		v.updatedRegular++
+		if u.Ready {
+			v.updatedReadyRegular++
+		}
+	}
 }
 
 func (v *levelView) liveMisplaced() int32    { return int32(len(v.misplaced)) }

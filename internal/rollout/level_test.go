@@ -430,6 +430,11 @@ func TestOnDelete_ScaleInRemovesOutdatedPodsFirst(t *testing.T) {
 	k := newTicker(t, p, units)
 	k.run(10)
 	assertIndices(t, k, "0@new", "2@new", "4@new")
+	// the unit left at index 4 is a member, not surge: all three are updated
+	after, _ := PlanLevel(p, k.units)
+	if s := after.Status; s.UpdatedReplicas != 3 || s.SurgeReplicas != 0 || !s.Complete || len(after.Creates)+len(after.Deletes) != 0 {
+		t.Fatalf("after the scale-in: %+v, creates %v, deletes %v", s, after.Creates, after.Deletes)
+	}
 }
 
 func TestOnDelete_ScalingGroupScaleInRemovesHighestIndexFirst(t *testing.T) {

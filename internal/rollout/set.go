@@ -90,7 +90,10 @@ type CliqueObservation struct {
 	// Target is the target currently written in the child's spec; nil when the
 	// child does not exist yet.
 	Target *Target
-	Pods   []Unit
+	// SpecReplicas is the child's spec.replicas, which its /scale subresource
+	// (an HPA) may have moved away from the template's; 0 means the template's.
+	SpecReplicas int32
+	Pods         []Unit
 	// MinAvailable is the clique's own minimum when it is a member of a group
 	// replica made from an older shape; 0 means the spec's. A group replica is
 	// judged by the shape it was made with, not the one it is moving to.
@@ -111,9 +114,11 @@ type GroupReplicaObservation struct {
 
 // GroupObservation is one observed PodCliqueScalingGroup.
 type GroupObservation struct {
-	Name     string
-	Target   *Target
-	Replicas []GroupReplicaObservation
+	Name   string
+	Target *Target
+	// SpecReplicas is the group's spec.replicas (see CliqueObservation).
+	SpecReplicas int32
+	Replicas     []GroupReplicaObservation
 }
 
 // ReplicaObservation is one observed PodCliqueSet replica.

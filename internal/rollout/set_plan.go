@@ -10,10 +10,12 @@ import (
 
 // roleView is one role of one PCS replica as observed.
 type roleView struct {
-	shape  *roleShape
-	exists bool
-	target *Target
-	units  []Unit
+	shape *roleShape
+	// replicas the child has now: the template's, or what /scale set (an HPA).
+	replicas int32
+	exists   bool
+	target   *Target
+	units    []Unit
 	// at the role's update revision
 	status LevelStatus
 }
@@ -88,22 +90,26 @@ func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
 	v := &replicaView{obs: o, index: o.Index, revision: o.Revision, scheduled: true, ready: true, available: true, updated: true, settled: true}
 	for i := range p.shape.roles {
 		r := &p.shape.roles[i]
-		rv := roleView{shape: r}
+		rv := roleView{shape: r, replicas: r.replicas}
+		scaled := int32(0)
 		if r.group {
 			if g := findGroup(o.Groups, r.name); g != nil {
-				rv.exists, rv.target = true, g.Target
+				rv.exists, rv.target, scaled = true, g.Target, g.SpecReplicas
 				rv.units = GroupUnits(r.memberMinimums(), g.Replicas)
 			}
 		} else if c := findClique(o.Cliques, r.name); c != nil {
-			rv.exists, rv.target, rv.units = true, c.Target, c.Pods
+			rv.exists, rv.target, rv.units, scaled = true, c.Target, c.Pods, c.SpecReplicas
 		}
-		rv.status = levelStatus(r.replicas, p.updateRoleRevision(r.name), rv.units)
+		if scaled > 0 {
+			rv.replicas = scaled
+		}
+		rv.status = levelStatus(rv.replicas, p.updateRoleRevision(r.name), rv.units)
 		v.roles = append(v.roles, rv)
 		v.scheduled = v.scheduled && countUnits(rv.units, func(u *Unit) bool { return u.Scheduled }) >= r.minAvailable
 		v.ready = v.ready && rv.status.ReadyReplicas >= r.minAvailable
 		v.available = v.available && rv.status.AvailableReplicas >= r.minAvailable
 		v.updated = v.updated && rv.exists && rv.status.Complete
-		v.settled = v.settled && rv.exists && rv.status.AvailableReplicas >= r.replicas
+		v.settled = v.settled && rv.exists && rv.status.AvailableReplicas >= rv.replicas
 	}
 	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
 		v.updated = v.updated && o.Revision == p.in.Revisions.Update.Name

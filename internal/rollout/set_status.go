@@ -107,6 +107,9 @@ func (p *setPlanner) availableCondition(s SetStatus) Condition {
 	if fp, err := ResolveFenceposts(surge, unavailable, p.shape.replicas); err == nil {
 		floor = p.shape.replicas - fp.MaxUnavailable
 	}
+	// maxUnavailable may allow every replica down during an update (one replica,
+	// the default of 1), but nothing running is never Available.
+	floor = max(floor, min(p.shape.replicas, 1))
 	msg := fmt.Sprintf("%d of %d replicas available, at least %d required", s.AvailableReplicas, p.shape.replicas, max(floor, 0))
 	if s.AvailableReplicas >= floor {
 		return Condition{Type: ConditionAvailable, Status: "True", Reason: ReasonMinimumReplicasAvailable, Message: msg}

@@ -24,7 +24,8 @@ func (p *setPlanner) rolloutActive() bool {
 
 func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
 	u := &updatingSet{}
-	if p.paused() {
+	if p.paused() || !p.rolloutActive() {
+		// Without a revision change, a replica short of units is only scaling.
 		return u
 	}
 	switch p.shape.strategy {
@@ -239,7 +240,7 @@ func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 		return &Target{Type: p.childType(), SetRevision: p.in.Revisions.Current.Name, UpdateRevision: cur, CurrentRevision: cur}
 	}
 	t := *rv.target
-	t.MaxUpdated = ptr(levelStatus(rv.shape.replicas, t.UpdateRevision, rv.units).UpdatedReplicas)
+	t.MaxUpdated = ptr(levelStatus(rv.replicas, t.UpdateRevision, rv.units).UpdatedReplicas)
 	return &t
 }
 

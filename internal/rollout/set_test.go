@@ -372,6 +372,12 @@ func TestPlanSet_AvailableConditionFollowsMinAvailable(t *testing.T) {
 	if c := condition(plan, ConditionAvailable); c.Status != "False" || c.Reason != ReasonMinimumReplicasUnavailable {
 		t.Fatalf("available %+v", c)
 	}
+	// One replica with maxUnavailable 1 (the default): nothing available is not Available.
+	one := threeRoles(1, nil)
+	plan = planSet(t, SetInput{Spec: one, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v1")}})
+	if c := condition(plan, ConditionAvailable); c.Status != "False" {
+		t.Fatalf("a PodCliqueSet of one replica with nothing running: available %+v", c)
+	}
 }
 
 func TestPlanSet_ProgressDeadlineExceededAfterNoChange(t *testing.T) {
@@ -451,5 +457,34 @@ func TestPlanSet_CreationAndScalingAreNotReportedAsARollout(t *testing.T) {
 	}
 	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
 		t.Fatalf("Progressing reason in a rollout = %s, want %s", c.Reason, ReasonRollingUpdateInProgress)
+	}
+}
+
+// An HPA scaling a child through /scale moves the child's spec.replicas away from
+// the template: that is scaling, never a rollout, and the child is judged by its
+// own replicas.
+func TestPlanSet_AChildScaledThroughScaleIsJudgedByItsOwnReplicas(t *testing.T) {
+	spec := threeRoles(2, nil)
+	v1 := setRevision("v1")
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[0].SpecReplicas = 5
+	obs[0].Cliques[0].Pods = steadyUnits(4, "frontend@v1") // the fifth is still coming
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: v1}, Replicas: obs})
+	if got := updatingIndices(plan); len(got) != 0 || len(plan.Status.Progress.UpdatingReplicas) != 0 {
+		t.Fatalf("a replica scaling out is reported updating: %v", got)
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason == ReasonRollingUpdateInProgress {
+		t.Fatalf("Progressing %+v while only scaling", c)
+	}
+	plan = planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v2")})
+	if !plan.Status.Complete {
+		t.Fatal("baseline: a rollout with every replica at v2 must be complete")
+	}
+	all := steadyReplicas(spec, "v2")
+	all[1].Cliques[0].SpecReplicas = 5
+	all[1].Cliques[0].Pods = steadyUnits(5, "frontend@v2")
+	plan = planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: setRevision("v2")}, Replicas: all})
+	if !plan.Status.Complete || plan.Status.CurrentRevision != "v2" {
+		t.Fatalf("a rollout whose scaled child runs 5 of 5 pods at v2 is not complete: %+v", plan.Status)
 	}
 }

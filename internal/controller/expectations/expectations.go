@@ -4,10 +4,18 @@
 package expectations
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Timeout bounds how long a write is waited for; a watch event lost for longer
@@ -113,4 +121,64 @@ func (s *Store[U]) Forget(owner types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, owner)
+}
+
+// Observe drops the pending create of the named object: the informer delivered
+// it. The cache may never show it if it was deleted again at once, so waiting to
+// see it there could hold its index for the whole Timeout.
+func (s *Store[U]) Observe(owner types.NamespacedName, name string, uid types.UID, gone bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.pending[owner]
+	if o == nil {
+		return
+	}
+	delete(o.creates, name)
+	if gone {
+		delete(o.deletes, uid)
+	}
+	if len(o.creates) == 0 && len(o.deletes) == 0 {
+		delete(s.pending, owner)
+	}
+}
+
+// EnqueueController returns the event handler for owned objects: it enqueues
+// the object's controller of the given kind, as handler.EnqueueRequestForOwner
+// does, and first tells the store what the informer delivered.
+func (s *Store[U]) EnqueueController(owner schema.GroupKind) handler.EventHandler {
+	ownerOf := func(o client.Object) (types.NamespacedName, bool) {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != owner.Kind {
+			return types.NamespacedName{}, false
+		}
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != owner.Group {
+			return types.NamespacedName{}, false
+		}
+		return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
+	}
+	enqueue := func(o client.Object, gone bool, observe bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key, ok := ownerOf(o)
+		if !ok {
+			return
+		}
+		if observe {
+			s.Observe(key, o.GetName(), o.GetUID(), gone)
+		}
+		q.Add(reconcile.Request{NamespacedName: key})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, false, true, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectOld, false, false, q)
+			enqueue(e.ObjectNew, false, false, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, true, true, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, false, false, q)
+		},
+	}
 }

@@ -1,10 +1,17 @@
 package expectations
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 type clock struct{ t time.Time }
@@ -66,5 +73,33 @@ func TestStore_OwnersAreIndependent(t *testing.T) {
 	s.Forget(owner)
 	if got, _ := s.Reconcile(owner, nil); len(got) != 0 {
 		t.Fatalf("forgotten owner still has %v", got)
+	}
+}
+
+// A pod created and deleted again before a reconcile runs never shows in the
+// cache; the informer's events still settle its expectation.
+func TestEnqueueController_CreateAndDeleteEventsSettleExpectations(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	s := New[int32](c.now)
+	s.Created(owner, "pclq-3", 3)
+	h := s.EnqueueController(schema.GroupKind{Group: "lockstep.dev", Kind: "PodClique"})
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pclq-3", UID: "u3",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "lockstep.dev/v1alpha1", Kind: "PodClique", Name: "pclq", UID: "p", Controller: new(true)}}}}
+	stranger := pod.DeepCopy()
+	stranger.OwnerReferences[0].APIVersion = "apps/v1"
+	h.Create(context.Background(), event.CreateEvent{Object: stranger}, q)
+	if q.Len() != 0 {
+		t.Fatal("an object controlled by another group's kind was enqueued")
+	}
+	h.Create(context.Background(), event.CreateEvent{Object: pod}, q)
+	h.Delete(context.Background(), event.DeleteEvent{Object: pod}, q)
+	if got, _ := s.Reconcile(owner, nil); len(got) != 0 {
+		t.Fatalf("pending creates after the informer delivered the pod = %v, want none", got)
+	}
+	if item, _ := q.Get(); item.NamespacedName != owner {
+		t.Fatalf("enqueued %v, want the owner %v", item, owner)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -43,12 +44,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podclique").
 		For(&v1alpha1.PodClique{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, r.Expectations.EnqueueController(v1alpha1.GroupVersion.WithKind("PodClique").GroupKind())).
 		Complete(r)
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return requeue.OnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pclq := &v1alpha1.PodClique{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
 		if apierrors.IsNotFound(err) {

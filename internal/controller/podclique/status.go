@@ -89,7 +89,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pclq *v1alpha1.PodClique,
 	if apiequality.Semantic.DeepEqual(st, &pclq.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(pclq.DeepCopy())
+	patch := client.MergeFromWithOptions(pclq.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	pclq.Status = *st
 	if err := r.Client.Status().Patch(ctx, pclq, patch); err != nil {
 		return fmt.Errorf("updating status of PodClique %s: %w", pclq.Name, err)

@@ -62,6 +62,9 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 // memberPodClique is one clique of group replica c.
 func memberPodClique(g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t groupTemplate, clique *v1alpha1.PodCliqueTemplateSpec) *v1alpha1.PodClique {
 	labels := maps.Clone(g.Labels)
+	if labels == nil { // a group made by hand rather than by a PodCliqueSet
+		labels = map[string]string{}
+	}
 	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	labels[v1alpha1.LabelClique] = clique.Name
 	labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex] = strconv.Itoa(int(c.Index))

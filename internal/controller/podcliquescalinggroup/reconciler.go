@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/revision"
@@ -55,7 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podcliquescalinggroup").
 		For(&v1alpha1.PodCliqueScalingGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&v1alpha1.PodClique{}).
+		Watches(&v1alpha1.PodClique{}, r.Expectations.EnqueueController(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
 		Complete(r)
 }
@@ -77,6 +78,10 @@ func groupOfPod(_ context.Context, o client.Object) []reconcile.Request {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return requeue.OnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	g := &v1alpha1.PodCliqueScalingGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, g); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -96,7 +96,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScal
 	if apiequality.Semantic.DeepEqual(st, &g.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(g.DeepCopy())
+	patch := client.MergeFromWithOptions(g.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	g.Status = *st
 	if err := r.Client.Status().Patch(ctx, g, patch); err != nil {
 		return fmt.Errorf("updating status of PodCliqueScalingGroup %s: %w", g.Name, err)

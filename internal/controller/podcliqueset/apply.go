@@ -260,7 +260,7 @@ func (w *childWriter) syncClique(ctx context.Context, name string, t rollout.Tar
 	if apiequality.Semantic.DeepEqual(desired, existing.Spec) && existing.Annotations[annotationTemplateReplicas] == strconv.Itoa(int(live.Replicas)) {
 		return nil
 	}
-	patch := client.MergeFrom(existing.DeepCopy())
+	patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	existing.Spec = desired
 	setAnnotation(existing, annotationTemplateReplicas, strconv.Itoa(int(live.Replicas)))
 	if err := w.r.Client.Patch(ctx, existing, patch); err != nil {
@@ -318,7 +318,7 @@ func (w *childWriter) syncGroup(ctx context.Context, name string, t rollout.Targ
 	if apiequality.Semantic.DeepEqual(desired, existing.Spec) && existing.Annotations[annotationTemplateReplicas] == strconv.Itoa(int(live.Replicas)) {
 		return nil
 	}
-	patch := client.MergeFrom(existing.DeepCopy())
+	patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	existing.Spec = desired
 	setAnnotation(existing, annotationTemplateReplicas, strconv.Itoa(int(live.Replicas)))
 	if err := w.r.Client.Patch(ctx, existing, patch); err != nil {

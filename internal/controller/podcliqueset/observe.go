@@ -89,7 +89,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		}
 		rep := replica(pclq)
 		name := pclq.Labels[v1alpha1.LabelClique]
-		obs := rollout.CliqueObservation{Name: name, Target: cliqueTarget(pclq, revs)}
+		obs := rollout.CliqueObservation{Name: name, Target: cliqueTarget(pclq, revs), SpecReplicas: pclq.Spec.Replicas}
 		for i := range podsOf[pclq.Name] {
 			p := &podsOf[pclq.Name][i]
 			if u, ok := pods.Unit(p, minReadySeconds, now); ok {
@@ -125,7 +125,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		}
 		gobs := podcliquescalinggroup.ObserveReplicas(owned, groupPods, minReadySeconds, now)
 		c.nextAvailableIn = pods.Sooner(c.nextAvailableIn, gobs.NextAvailableIn)
-		rep.Groups = append(rep.Groups, rollout.GroupObservation{Name: name, Target: groupTarget(g, revs), Replicas: gobs.Replicas})
+		rep.Groups = append(rep.Groups, rollout.GroupObservation{Name: name, Target: groupTarget(g, revs), SpecReplicas: g.Spec.Replicas, Replicas: gobs.Replicas})
 		if g.DeletionTimestamp == nil {
 			if c.groups[rep.Index] == nil {
 				c.groups[rep.Index] = map[string]*v1alpha1.PodCliqueScalingGroup{}

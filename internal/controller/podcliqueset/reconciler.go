@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -48,15 +50,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Gangs == nil {
 		r.Gangs = gang.None{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podcliqueset").
 		For(&v1alpha1.PodCliqueSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&v1alpha1.PodClique{}).
 		Owns(&v1alpha1.PodCliqueScalingGroup{}).
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setOfObject)).
-		Watches(&v1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(setOfObject)).
-		Complete(r)
+		Watches(&v1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(setOfObject))
+	if r.Gangs.Name() == gang.NameNative {
+		// The scheduler explains an unplaceable gang on its PodGroup, sometimes
+		// after the pods' last change: GangScheduled must catch up with it.
+		b = b.Watches(&schedulingv1alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(setOfObject))
+	}
+	return b.Complete(r)
 }
 
 // setOfObject maps any object labelled with a PodCliqueSet to it.
@@ -70,6 +77,10 @@ func setOfObject(_ context.Context, o client.Object) []reconcile.Request {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return requeue.OnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
 		if apierrors.IsNotFound(err) && r.Metrics != nil {
@@ -85,9 +96,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	spec.Default()
 	now := r.Now()
 
-	revs, tmpls, err := r.syncRevisions(ctx, pcs, &spec.Spec)
-	historyHeld := errors.Is(err, errHistoryHeld)
-	if err != nil && !historyHeld {
+	revs, tmpls, owned, err := r.syncRevisions(ctx, pcs, &spec.Spec)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	children, err := r.observe(ctx, pcs, revs, spec.Spec.MinReadySeconds, now)
@@ -105,6 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if err := r.updateStatus(ctx, pcs, plan, gangs); err != nil {
+		return ctrl.Result{}, err
+	}
+	err = r.trimHistory(ctx, pcs, owned)
+	historyHeld := errors.Is(err, errHistoryHeld)
+	if err != nil && !historyHeld {
 		return ctrl.Result{}, err
 	}
 	wait := requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)

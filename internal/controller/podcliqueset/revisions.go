@@ -17,17 +17,17 @@ import (
 )
 
 // syncRevisions makes sure the spec's template is kept as a ControllerRevision
-// (the newest one, also when it repeats an older template: that is a rollback),
-// trims the history to revisionHistoryLimit, and returns the revisions the
-// planner knows.
-func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec) (rollout.Revisions, templates, error) {
+// (the newest one, also when it repeats an older template: that is a rollback)
+// and returns the revisions the planner knows, and all the revisions the
+// PodCliqueSet owns, oldest first (for trimHistory).
+func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec) (rollout.Revisions, templates, []appsv1.ControllerRevision, error) {
 	update, err := revision.ForSpec(pcs.Name, spec)
 	if err != nil {
-		return rollout.Revisions{}, nil, err
+		return rollout.Revisions{}, nil, nil, err
 	}
 	var list appsv1.ControllerRevisionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}); err != nil {
-		return rollout.Revisions{}, nil, fmt.Errorf("listing revisions of %s: %w", pcs.Name, err)
+		return rollout.Revisions{}, nil, nil, fmt.Errorf("listing revisions of %s: %w", pcs.Name, err)
 	}
 	var owned []appsv1.ControllerRevision
 	var newest int64
@@ -47,10 +47,10 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 	case existing == nil:
 		cr, err := revision.NewControllerRevision(pcs.DeepCopy(), update, newest+1)
 		if err != nil {
-			return rollout.Revisions{}, nil, err
+			return rollout.Revisions{}, nil, nil, err
 		}
 		if err := r.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
-			return rollout.Revisions{}, nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)
+			return rollout.Revisions{}, nil, nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)
 		}
 		owned = append(owned, *cr)
 	case existing.Revision < newest:
@@ -58,7 +58,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 		patch := client.MergeFrom(existing.DeepCopy())
 		existing.Revision = newest + 1
 		if err := r.Client.Patch(ctx, existing, patch); err != nil {
-			return rollout.Revisions{}, nil, fmt.Errorf("renumbering revision %s: %w", existing.Name, err)
+			return rollout.Revisions{}, nil, nil, fmt.Errorf("renumbering revision %s: %w", existing.Name, err)
 		}
 		for i := range owned {
 			if owned[i].Name == existing.Name {
@@ -74,7 +74,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 	for i := range owned {
 		rev, t, err := revision.Decode(&owned[i])
 		if err != nil {
-			return rollout.Revisions{}, nil, err
+			return rollout.Revisions{}, nil, nil, err
 		}
 		if rev.Name != update.Name {
 			tmpls[rev.Name] = t
@@ -95,17 +95,17 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 	if pcs.Status.CurrentRevision == "" {
 		revs.Current = revs.Update
 	}
-	// errHistoryHeld comes back with valid revisions: the caller looks again later.
-	return revs, tmpls, r.trimHistory(ctx, pcs, owned, revs)
+	return revs, tmpls, owned, nil
 }
 
 // templates are the PodCliqueSet templates of the known revisions, by name.
 type templates map[string]*v1alpha1.PodCliqueSetTemplateSpec
 
 // trimHistory deletes the oldest revisions beyond revisionHistoryLimit. The
-// current and update revisions always stay, and so does any revision a child
-// still names: a held-back unit may need its template.
-func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet, owned []appsv1.ControllerRevision, revs rollout.Revisions) error {
+// status's current and update revisions always stay, and so does any revision a
+// child still names: a held-back unit may need its template. It runs after the
+// status is written, so a rollout that just completed trims at once.
+func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet, owned []appsv1.ControllerRevision) error {
 	limit := int32(v1alpha1.DefaultRevisionHistoryLimit)
 	if pcs.Spec.RevisionHistoryLimit != nil {
 		limit = *pcs.Spec.RevisionHistoryLimit
@@ -118,7 +118,7 @@ func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet
 	held := 0
 	for _, cr := range owned {
 		switch {
-		case cr.Name == revs.Update.Name || cr.Name == revs.Current.Name:
+		case cr.Name == pcs.Status.UpdateRevision || cr.Name == pcs.Status.CurrentRevision:
 		case inUse[cr.Name]:
 			held++
 		default:

@@ -100,7 +100,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(pcs.DeepCopy())
+	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	pcs.Status = *st
 	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
 		return fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
