@@ -36,3 +36,15 @@ const (
 	// their PodCliqueSet replica is scheduled.
 	SchedulingGateBaseGang = "lockstep.dev/base-gang"
 )
+
+// AnnotationRollbackTo on a PodCliqueSet asks the operator to roll its pod
+// templates back to a kept revision: the value is a ControllerRevision's
+// revision number (as `kubectl get controllerrevisions` shows it), its name, or
+// "previous" (the newest revision before the one the spec asks for now). The
+// operator copies that revision's pod templates into spec.template, removes the
+// annotation, and the change rolls out like any other update, under the same
+// strategy. Replicas and update strategies are left as they are.
+const AnnotationRollbackTo = "lockstep.dev/rollback-to"
+
+// RollbackToPrevious is the AnnotationRollbackTo value for the revision before.
+const RollbackToPrevious = "previous"

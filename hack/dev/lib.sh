@@ -59,9 +59,15 @@ to_ms() {
 retry_until() {
 	local timeout=$1 what=$2
 	shift 2
-	local deadline=$((SECONDS + timeout))
+	within "$timeout" "$@" || die "timed out after ${timeout}s waiting for $what"
+}
+
+# within <seconds> <command...>: whether the command succeeds before the time is up.
+within() {
+	local deadline=$((SECONDS + $1))
+	shift
 	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || die "timed out after ${timeout}s waiting for $what"
+		((SECONDS < deadline)) || return 1
 		sleep 0.5
 	done
 }

@@ -106,6 +106,16 @@ fi
 
 log "waiting for the apiserver"
 retry_until 120 "the apiserver to be ready" kctl get --raw /readyz
+# kube-controller-manager gives up when the apiserver is slow to finish
+# starting (a loaded machine), and kwokctl does not start it again: restart
+# the components once if one of them is down.
+if ! within 30 cluster_healthy; then
+	log "a component exited while the apiserver was starting: restarting the components"
+	kwokctl stop cluster >>"$STATE_DIR/create.log" 2>&1 || true
+	kwokctl start cluster >>"$STATE_DIR/create.log" 2>&1 ||
+		die "kwokctl start cluster failed (component logs: $CLUSTER_WORKDIR/logs)"
+	retry_until 120 "the components to be Ready" cluster_healthy
+fi
 log "checking that scheduling.k8s.io/v1alpha2 is served"
 kctl get --raw /apis/scheduling.k8s.io/v1alpha2 >/dev/null ||
 	die "scheduling.k8s.io/v1alpha2 is not served: gang scheduling is off (see $CLUSTER_WORKDIR/logs/kube-apiserver.log)"

@@ -31,6 +31,9 @@ type replicaView struct {
 	updated bool
 	// settled: every unit of every role exists and is available.
 	settled bool
+	// outdated: some live unit runs another revision than the update revision
+	// (what a rollout has to change; a replica short of units is only scaling).
+	outdated bool
 }
 
 type setPlanner struct {
@@ -104,6 +107,9 @@ func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
 			rv.replicas = scaled
 		}
 		rv.status = levelStatus(rv.replicas, p.updateRoleRevision(r.name), rv.units)
+		v.outdated = v.outdated || countUnits(rv.units, func(u *Unit) bool {
+			return !u.Terminating && u.Revision != p.updateRoleRevision(r.name)
+		}) > 0
 		v.roles = append(v.roles, rv)
 		v.scheduled = v.scheduled && countUnits(rv.units, func(u *Unit) bool { return u.Scheduled }) >= r.minAvailable
 		v.ready = v.ready && rv.status.ReadyReplicas >= r.minAvailable

@@ -38,7 +38,7 @@ func (p *setPlanner) counts() SetStatus {
 		s.Replicas++
 		s.ReadyReplicas += b2i(v.ready)
 		s.AvailableReplicas += b2i(v.available)
-		s.UpdatedReplicas += b2i(v.updated)
+		s.UpdatedReplicas += b2i(v.updated && v.index < p.shape.replicas) // surge replicas go away
 		if !v.settled || (!v.updated && v.index >= p.shape.partition) {
 			complete = false
 		}
@@ -135,7 +135,7 @@ func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition
 		c.Reason, c.Message = ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
 	case u.steps != nil && u.steps.current < len(u.steps.steps) && u.steps.issued:
 		st := u.steps.status()
-		c.Reason, c.Message = ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index)
+		c.Reason, c.Message = ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index+1)
 	default:
 		c.Reason, c.Message = ReasonRollingUpdateInProgress, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, p.shape.replicas)
 	}

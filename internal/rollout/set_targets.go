@@ -18,8 +18,19 @@ func (u *updatingSet) has(index int32) bool {
 	return slices.ContainsFunc(u.progress, func(p ReplicaProgress) bool { return p.Index == index })
 }
 
+// rolloutActive reports a revision change under way: the spec asks for a new
+// revision, or units still run another one (the spec went back to the current
+// revision before a rollout finished: its units must come back).
 func (p *setPlanner) rolloutActive() bool {
-	return p.in.Revisions.Update.Name != p.in.Revisions.Current.Name
+	if p.in.Revisions.Update.Name != p.in.Revisions.Current.Name {
+		return true
+	}
+	for _, v := range p.views {
+		if v.obs != nil && !v.obs.Terminating && v.outdated {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
@@ -90,7 +101,7 @@ func (p *setPlanner) selectReplica() *replicaView {
 				return v
 			}
 		}
-		if !v.updated {
+		if !v.updated && v.outdated {
 			candidates = append(candidates, v)
 		}
 	}

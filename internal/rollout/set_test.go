@@ -488,3 +488,27 @@ func TestPlanSet_AChildScaledThroughScaleIsJudgedByItsOwnReplicas(t *testing.T) 
 		t.Fatalf("a rollout whose scaled child runs 5 of 5 pods at v2 is not complete: %+v", plan.Status)
 	}
 }
+
+// The spec goes back to the current revision before a rollout finished (a
+// rollback mid-rollout): the units already on the abandoned revision are rolled
+// back like any update, not left capped where they are.
+func TestRollingUpdate_BackToTheCurrentRevisionMidRolloutRollsTheUpdatedUnitsBack(t *testing.T) {
+	spec := threeRoles(2, nil)
+	v1 := setRevision("v1")
+	obs := steadyReplicas(spec, "v1")
+	obs[0] = steadyReplicas(spec, "v2")[0] // replica 0 finished on v2 before the change
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: v1, History: []SetRevision{setRevision("v2")}}, Replicas: obs,
+		Previous: Progress{UpdateRevision: "v2", UpdatingReplicas: []ReplicaProgress{{Index: 1}}}})
+	if got := updatingIndices(plan); !slices.Equal(got, []int32{0}) {
+		t.Fatalf("updating replicas %v, want [0]: the replica on the abandoned revision", got)
+	}
+	if got := capString(targetOf(plan, 0, "frontend")); !strings.HasPrefix(got, "frontend@v1") || got == "frontend@v1 cap 0" {
+		t.Fatalf("replica 0 frontend target %s: it must be allowed back to v1", got)
+	}
+	if plan.Status.Complete {
+		t.Fatal("complete while replica 0 runs the abandoned revision")
+	}
+	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
+		t.Fatalf("Progressing %+v, want %s", c, ReasonRollingUpdateInProgress)
+	}
+}

@@ -2,8 +2,10 @@
 
 // Package e2e holds the end-to-end tests. They run against a throw-away local
 // cluster (hack/dev, kwok's binary runtime) with a real kube-scheduler doing
-// native gang scheduling over simulated GPU nodes. Run them with
-// `make test-e2e`; set LOCKSTEP_E2E_KEEP=1 to keep the cluster for inspection.
+// native gang scheduling over simulated GPU nodes, and the Lockstep operator
+// built from this checkout running beside them with its webhooks. Run them
+// with `make test-e2e`; set LOCKSTEP_E2E_KEEP=1 to keep the cluster for
+// inspection. The operator logs to .dev/e2e/operator.log.
 package e2e
 
 import (
@@ -15,12 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/lockstep-dev/lockstep/test/e2e/cluster"
 )
 
 // The cluster every test in this package shares. Tests make their own
 // namespaces; tests that depend on the node count set it first.
 var testCluster *cluster.Cluster
+
+// The operator every test shares; restart tests kill and restart it.
+var testOperator *operator
 
 // Settings of the e2e cluster that tests rely on.
 const (
@@ -30,15 +38,23 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The tests' own clients log only the apiserver's warnings, which the
+	// tests check where they matter.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
+	// LOCKSTEP_E2E_CLUSTER lets two runs share a machine, each with its own cluster.
+	name, devDir := "lockstep-e2e", ".dev/e2e"
+	if n := os.Getenv("LOCKSTEP_E2E_CLUSTER"); n != "" {
+		name, devDir = n, ".dev/"+n
+	}
 	ctx := context.Background()
 	start := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{
-		Name:        "lockstep-e2e",
-		DevDir:      ".dev/e2e",
+		Name:        name,
+		DevDir:      devDir,
 		Nodes:       1,
 		GPUsPerNode: e2eGPUsPerNode,
 		ReadyDelay:  e2eReadyDelay,
@@ -53,6 +69,15 @@ func runTests(m *testing.M) int {
 	fmt.Fprintf(os.Stderr, "e2e: cluster %q up in %s\n", c.Name, time.Since(start).Round(100*time.Millisecond))
 	testCluster = c
 
+	op, err := startOperator(ctx, c)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot start the operator: %v\n", err)
+		_ = c.Stop(ctx)
+		return 1
+	}
+	testOperator = op
+	fmt.Fprintf(os.Stderr, "e2e: operator running, log %s\n", op.LogPath)
+
 	// kwokctl's processes outlive this one; on Ctrl-C or SIGTERM take them down
 	// instead of leaving them behind.
 	sig := make(chan os.Signal, 1)
@@ -65,6 +90,11 @@ func runTests(m *testing.M) int {
 	}()
 
 	code := m.Run()
+	if err := op.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: the operator stopped with an error: %v\n", err)
+		code = max(code, 1)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: operator: %s\n", op.summary())
 	if err := c.Stop(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cannot stop the test cluster: %v\n", err)
 		if code == 0 {

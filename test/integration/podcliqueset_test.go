@@ -142,6 +142,26 @@ func TestPodCliqueSet_DefaultRollingUpdateFinishesOneReplicaBeforeTheNext(t *tes
 		return done, fmt.Sprintf("%+v", pcs.Status)
 	})
 	assertRolloutMetrics(t, ns, "disagg")
+	// Once the rollout is complete the children no longer name an older
+	// revision, without anything else happening to wake the operator.
+	waitFor(t, "the children to drop the old current revision", 10*time.Second, func() (bool, string) {
+		var cliques v1alpha1.PodCliqueList
+		var groups v1alpha1.PodCliqueScalingGroupList
+		_ = env.Client.List(context.Background(), &cliques, client.InNamespace(ns))
+		_ = env.Client.List(context.Background(), &groups, client.InNamespace(ns))
+		var stale []string
+		for _, c := range cliques.Items {
+			if c.Spec.UpdateStrategy.CurrentRevision != "" && c.Labels[v1alpha1.LabelPodCliqueScalingGroup] == "" {
+				stale = append(stale, c.Name+"="+c.Spec.UpdateStrategy.CurrentRevision)
+			}
+		}
+		for _, g := range groups.Items {
+			if g.Spec.UpdateStrategy.CurrentRevision != "" {
+				stale = append(stale, g.Name+"="+g.Spec.UpdateStrategy.CurrentRevision)
+			}
+		}
+		return len(stale) == 0, strings.Join(stale, ",")
+	})
 	deleted := pw.check(t)
 	// Every deletion in replica 0 comes before any in replica 1.
 	seenOne := false

@@ -29,6 +29,14 @@ type children struct {
 	// all are every child object of a replica, terminating ones included.
 	all             map[int32][]client.Object
 	nextAvailableIn time.Duration
+	// waiting are the live pods that are not ready, oldest first.
+	waiting []waitingPod
+}
+
+// waitingPod is a pod that is not ready, and why (pods.WaitingFor).
+type waitingPod struct {
+	name, setRevision, why string
+	surge                  bool
 }
 
 // observe lists the PodCliqueSet's children and pods and turns them into the
@@ -71,8 +79,15 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		return rep
 	}
 	podsOf := map[string][]corev1.Pod{} // by PodClique name
+	sort.SliceStable(podList.Items, func(i, j int) bool {
+		return podList.Items[i].CreationTimestamp.Before(&podList.Items[j].CreationTimestamp)
+	})
 	for _, p := range podList.Items {
 		podsOf[p.Labels[v1alpha1.LabelPodClique]] = append(podsOf[p.Labels[v1alpha1.LabelPodClique]], p)
+		if why := pods.WaitingFor(&p); why != "" {
+			c.waiting = append(c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
+				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true"})
+		}
 	}
 	members := map[groupKey][]v1alpha1.PodClique{}
 	for i := range cliqueList.Items {

@@ -96,6 +96,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	spec.Default()
 	now := r.Now()
 
+	if done, err := r.rollback(ctx, pcs, &spec.Spec); done || err != nil {
+		return ctrl.Result{}, err
+	}
 	revs, tmpls, owned, err := r.syncRevisions(ctx, pcs, &spec.Spec)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -114,7 +117,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, pcs, plan, gangs); err != nil {
+	currentBefore := pcs.Status.CurrentRevision
+	if err := r.updateStatus(ctx, pcs, plan, gangs, children.waiting); err != nil {
 		return ctrl.Result{}, err
 	}
 	err = r.trimHistory(ctx, pcs, owned)
@@ -126,8 +130,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if historyHeld && (wait == 0 || wait > historyRetry) {
 		wait = historyRetry
 	}
+	if pcs.Status.CurrentRevision != currentBefore {
+		// The children were written naming the old current revision; a status
+		// write wakes nobody, so look again now to move them on.
+		wait = currentMovedRetry
+	}
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
+
+// currentMovedRetry is how soon to rewrite the children after a rollout completed.
+const currentMovedRetry = 100 * time.Millisecond
 
 // historyRetry is how soon to look at a history that children still held.
 const historyRetry = 5 * time.Second

@@ -25,22 +25,17 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 	if err != nil {
 		return rollout.Revisions{}, nil, nil, err
 	}
-	var list appsv1.ControllerRevisionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}); err != nil {
-		return rollout.Revisions{}, nil, nil, fmt.Errorf("listing revisions of %s: %w", pcs.Name, err)
+	owned, err := r.ownedRevisions(ctx, pcs)
+	if err != nil {
+		return rollout.Revisions{}, nil, nil, err
 	}
-	var owned []appsv1.ControllerRevision
 	var newest int64
 	var existing *appsv1.ControllerRevision
-	for i := range list.Items {
-		cr := &list.Items[i]
-		if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != pcs.UID {
-			continue
-		}
-		owned = append(owned, *cr)
+	for i := range owned {
+		cr := &owned[i]
 		newest = max(newest, cr.Revision)
 		if cr.Name == update.Name {
-			existing = cr
+			existing = cr.DeepCopy()
 		}
 	}
 	switch {
@@ -96,6 +91,21 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 		revs.Current = revs.Update
 	}
 	return revs, tmpls, owned, nil
+}
+
+// ownedRevisions lists the ControllerRevisions the PodCliqueSet controls.
+func (r *Reconciler) ownedRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueSet) ([]appsv1.ControllerRevision, error) {
+	var list appsv1.ControllerRevisionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}); err != nil {
+		return nil, fmt.Errorf("listing revisions of %s: %w", pcs.Name, err)
+	}
+	owned := list.Items[:0]
+	for _, cr := range list.Items {
+		if ref := metav1.GetControllerOf(&cr); ref != nil && ref.UID == pcs.UID {
+			owned = append(owned, cr)
+		}
+	}
+	return owned, nil
 }
 
 // templates are the PodCliqueSet templates of the known revisions, by name.

@@ -77,7 +77,7 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 
 // updateStatus writes the status the plan implies and an Event for every step a
 // rollout took since the last one.
-func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang) error {
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) error {
 	s := plan.Status
 	st := pcs.Status.DeepCopy()
 	st.ObservedGeneration = pcs.Generation
@@ -85,6 +85,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	st.CurrentRevision, st.UpdateRevision = s.CurrentRevision, s.UpdateRevision
 	st.Selector = labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcs.Name}).String()
 	for _, c := range s.Conditions {
+		if c.Type == rollout.ConditionProgressing {
+			c.Message += blockers(c.Reason, s.UpdateRevision, waiting)
+		}
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, ObservedGeneration: pcs.Generation,
 		})
@@ -107,6 +110,44 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	}
 	return nil
 }
+
+// blockers names what a rollout waits for: the oldest pods of the update
+// revision that are not ready, and why (a surge pod whose gang does not fit, a
+// crash-looping container). Empty when the rollout is not waiting on pods.
+func blockers(reason, updateRevision string, waiting []waitingPod) string {
+	switch reason {
+	case rollout.ReasonRollingUpdateInProgress, rollout.ReasonRoleStepWaiting, rollout.ReasonProgressDeadlineExceeded:
+	default:
+		return ""
+	}
+	var named []string
+	more := 0
+	for _, w := range waiting {
+		if w.setRevision != updateRevision {
+			continue
+		}
+		if len(named) == maxBlockersNamed {
+			more++
+			continue
+		}
+		what := "pod " + w.name
+		if w.surge {
+			what = "surge " + what
+		}
+		named = append(named, what+" ("+w.why+")")
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	out := "; waiting for " + strings.Join(named, ", ")
+	if more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
+}
+
+// maxBlockersNamed keeps the Progressing message short.
+const maxBlockersNamed = 2
 
 func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
 	if p.UpdateStartedAt.IsZero() && len(p.UpdatingReplicas) == 0 {
@@ -149,13 +190,16 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 			if !was {
 				r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "ReplicaUpdating", "Rollout", "Updating replica %d", u.ReplicaIndex)
 			}
-			if s := u.RoleStep; s != nil && (old.RoleStep == nil || old.RoleStep.Index != s.Index) {
+			// A step without a role is the end of the steps, not a step.
+			if s := u.RoleStep; s != nil && s.Role != "" && (old.RoleStep == nil || old.RoleStep.Index != s.Index) {
 				r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RoleStepStarted", "Rollout",
 					"Replica %d: step %d, %s to %d updated and ready (%d now)", u.ReplicaIndex, s.Index+1, s.Role, s.Target, s.UpdatedAndReady)
 			}
 		}
 	}
-	if g := apimeta.FindStatusCondition(after.Conditions, ConditionGangScheduled); g != nil && g.Status == metav1.ConditionFalse {
+	// Warn when the scheduler cannot place a gang, not while a gang merely waits
+	// for a member being replaced or for the scheduler's next pass.
+	if g := apimeta.FindStatusCondition(after.Conditions, ConditionGangScheduled); g != nil && g.Status == metav1.ConditionFalse && actionableGangReason(g.Reason) {
 		if old := apimeta.FindStatusCondition(before.Conditions, ConditionGangScheduled); old == nil || old.Status != g.Status || old.Reason != g.Reason {
 			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "GangNotScheduled", "Schedule", "%s", g.Message)
 		}
@@ -169,6 +213,15 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 		}
 		r.Recorder.Eventf(pcs, nil, kind, newC.Reason, "Rollout", "%s", newC.Message)
 	}
+}
+
+// actionableGangReason: the gang waits for something a user has to look at.
+func actionableGangReason(reason string) bool {
+	switch reason {
+	case gang.ReasonWaitingForPods, gang.ReasonPending, gang.ReasonSchedulingGated:
+		return false
+	}
+	return true
 }
 
 func timeOf(t *metav1.Time) time.Time {

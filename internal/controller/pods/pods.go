@@ -3,7 +3,9 @@
 package pods
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,4 +67,47 @@ func Sooner(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// maxWaitingLen bounds WaitingFor: it ends up in a condition message.
+const maxWaitingLen = 300
+
+// WaitingFor says in a few words why a live pod is not ready yet, using what
+// the scheduler and the kubelet wrote on it; "" for a ready or terminating pod.
+func WaitingFor(p *corev1.Pod) string {
+	if ready, _ := Ready(p); ready || p.DeletionTimestamp != nil {
+		return ""
+	}
+	if p.Spec.NodeName == "" {
+		if len(p.Spec.SchedulingGates) > 0 {
+			names := make([]string, 0, len(p.Spec.SchedulingGates))
+			for _, g := range p.Spec.SchedulingGates {
+				names = append(names, g.Name)
+			}
+			return "held by scheduling gates " + strings.Join(names, ", ")
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+				return clip("not scheduled: " + c.Message)
+			}
+		}
+		return "not scheduled yet"
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return clip(fmt.Sprintf("container %s waiting: %s %s", s.Name, w.Reason, w.Message))
+		}
+		if t := s.State.Terminated; t != nil {
+			return clip(fmt.Sprintf("container %s terminated: %s (exit code %d)", s.Name, t.Reason, t.ExitCode))
+		}
+	}
+	return "scheduled on " + p.Spec.NodeName + ", not ready yet"
+}
+
+func clip(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= maxWaitingLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxWaitingLen], "") + "..."
 }

@@ -54,6 +54,8 @@ type Cluster struct {
 	Options
 	// Bin is the directory of the pinned binaries.
 	Bin string
+	// Root is the repository's root directory.
+	Root string
 	// Kubeconfig is the path of the cluster's admin kubeconfig.
 	Kubeconfig string
 	// RESTConfig and Client talk to the cluster as admin.
@@ -98,6 +100,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{
 		Options:    opts,
 		Bin:        bin,
+		Root:       root,
 		Kubeconfig: filepath.Join(devDir, "kubeconfig"),
 		scripts:    filepath.Join(root, "hack", "dev"),
 	}
