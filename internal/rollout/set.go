@@ -159,6 +159,9 @@ type ReplicaProgress struct {
 // Progress is the update progress carried from one plan to the next (it lives in
 // the PodCliqueSet status). Zero times mean unset.
 type Progress struct {
+	// Paused: the plan was made while the PodCliqueSet was paused (a controller
+	// reads it back from the Progressing condition's Paused reason).
+	Paused           bool
 	UpdateRevision   string
 	UpdateStartedAt  time.Time
 	UpdateEndedAt    time.Time

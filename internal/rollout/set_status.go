@@ -67,7 +67,7 @@ func (p *setPlanner) unitCounts(s SetStatus) ProgressCounts {
 // progress carries the update's timestamps forward and tracks the deadline.
 func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	rev, prev := p.in.Revisions, p.in.Previous
-	prog := Progress{UpdateRevision: rev.Update.Name, Counts: p.unitCounts(s), UpdatingReplicas: u.progress}
+	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, Counts: p.unitCounts(s), UpdatingReplicas: u.progress}
 	if prev.UpdateRevision == rev.Update.Name {
 		prog.UpdateStartedAt, prog.UpdateEndedAt = prev.UpdateStartedAt, prev.UpdateEndedAt
 	}

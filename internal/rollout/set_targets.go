@@ -242,7 +242,7 @@ func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *
 }
 
 // frozenTarget keeps a child where it is while paused: its target revision stays
-// and its updated count may not grow. A child created while paused runs the
+// and its updated count may not grow (nor shrink). A child created while paused runs the
 // current revision.
 func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 	if rv.target == nil {
@@ -251,7 +251,13 @@ func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 		return &Target{Type: p.childType(), SetRevision: p.in.Revisions.Current.Name, UpdateRevision: cur, CurrentRevision: cur}
 	}
 	t := *rv.target
-	t.MaxUpdated = ptr(levelStatus(rv.replicas, t.UpdateRevision, rv.units).UpdatedReplicas)
+	n := levelStatus(rv.replicas, t.UpdateRevision, rv.units).UpdatedReplicas
+	if p.in.Previous.Paused && t.MaxUpdated != nil && *t.MaxUpdated > n {
+		// The cap was frozen by an earlier paused plan: a unit updated before
+		// the pause and deleted since comes back updated, not on the old revision.
+		n = *t.MaxUpdated
+	}
+	t.MaxUpdated = ptr(n)
 	return &t
 }
 

@@ -512,3 +512,30 @@ func TestRollingUpdate_BackToTheCurrentRevisionMidRolloutRollsTheUpdatedUnitsBac
 		t.Fatalf("Progressing %+v, want %s", c, ReasonRollingUpdateInProgress)
 	}
 }
+
+// While paused, a pod of an updated role that is deleted by hand comes back on
+// the revision it had: the frozen cap does not shrink with the deletion.
+func TestPaused_ADeletedUpdatedUnitComesBackUpdated(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true })
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	obs := steadyReplicas(spec, "v1")
+	prefill := &obs[0].Cliques[1]
+	for i := range prefill.Pods[:2] {
+		prefill.Pods[i].Revision = "prefill@v2"
+	}
+	prefill.Target = &Target{Type: LevelRollingUpdate, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1", MaxUpdated: ptr[int32](2)}
+	// pod 0 (updated) was deleted and is gone; the previous plan was paused
+	prefill.Pods = prefill.Pods[1:]
+	plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: Progress{Paused: true, UpdateRevision: "v2"}})
+	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 2" {
+		t.Fatalf("prefill %s, want the cap kept at 2 so the deleted pod comes back on v2", got)
+	}
+	// The first paused plan freezes at what it sees.
+	plan = planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: Progress{UpdateRevision: "v2"}})
+	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 1" {
+		t.Fatalf("prefill %s on the first paused plan, want frozen at 1", got)
+	}
+	if !plan.Status.Progress.Paused {
+		t.Fatal("a paused plan must say so in its progress")
+	}
+}

@@ -50,6 +50,11 @@ func (r *Reconciler) apply(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec
 	surge := map[int32]bool{}
 	for _, c := range plan.Creates {
 		surge[c.Index] = c.Surge
+		what := "replica"
+		if c.Surge {
+			what = "surge replica"
+		}
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "CreatingReplica", "Create", "Creating %s %d (revision %s)", what, c.Index, c.Revision)
 	}
 	var gangs []replicaGang
 	for _, rp := range plan.Replicas {

@@ -82,11 +82,18 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 	sort.SliceStable(podList.Items, func(i, j int) bool {
 		return podList.Items[i].CreationTimestamp.Before(&podList.Items[j].CreationTimestamp)
 	})
+	// A pod is surge by its own label (a surge pod of a clique) or by its
+	// PodClique's (a pod of a surge group or PodCliqueSet replica).
+	surgeClique := map[string]bool{}
+	for _, pclq := range cliqueList.Items {
+		surgeClique[pclq.Name] = pclq.Labels[v1alpha1.LabelSurge] == "true"
+	}
 	for _, p := range podList.Items {
-		podsOf[p.Labels[v1alpha1.LabelPodClique]] = append(podsOf[p.Labels[v1alpha1.LabelPodClique]], p)
+		clique := p.Labels[v1alpha1.LabelPodClique]
+		podsOf[clique] = append(podsOf[clique], p)
 		if why := pods.WaitingFor(&p); why != "" {
 			c.waiting = append(c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
-				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true"})
+				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique]})
 		}
 	}
 	members := map[groupKey][]v1alpha1.PodClique{}

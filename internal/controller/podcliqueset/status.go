@@ -57,6 +57,9 @@ func gangCondition(gangs []replicaGang, generation int64) (metav1.Condition, boo
 // previousProgress reads the progress the last plan stored in the status.
 func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 	p := rollout.Progress{UpdateRevision: pcs.Status.UpdateRevision}
+	if c := apimeta.FindStatusCondition(pcs.Status.Conditions, rollout.ConditionProgressing); c != nil {
+		p.Paused = c.Reason == rollout.ReasonPaused
+	}
 	up := pcs.Status.UpdateProgress
 	if up == nil {
 		return p
