@@ -159,3 +159,44 @@ func TestPodCliqueScalingGroup_SurgeReplicaKeepsCapacityAndIsRemovedLast(t *test
 		t.Fatalf("no surge group replica (index 2) was created and removed; deletions: %v", deleted)
 	}
 }
+
+// A group replica that lost one member PodClique (deleted by hand, or the
+// operator stopped between creating two) is one gang with a hole: the rest
+// is deleted and the replica recreated whole.
+func TestPodCliqueScalingGroup_IncompleteGroupReplicaIsRecreatedWhole(t *testing.T) {
+	g, ns := newScalingGroup(t, 2, v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType})
+	ctx := context.Background()
+	waitFor(t, "both group replicas ready", 60*time.Second, func() (bool, string) {
+		ready, state := groupReplicas(t, ns)
+		return len(ready) == 2, state
+	})
+	uids := func() map[string]string {
+		var list v1alpha1.PodCliqueList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, c := range list.Items {
+			if c.DeletionTimestamp == nil {
+				out[c.Name] = string(c.UID)
+			}
+		}
+		return out
+	}
+	before := uids()
+	leader := &v1alpha1.PodClique{}
+	leader.Namespace, leader.Name = ns, g.Name+"-1-leader"
+	if err := env.Client.Delete(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "group replica 1 recreated whole and ready", 60*time.Second, func() (bool, string) {
+		now := uids()
+		ready, state := groupReplicas(t, ns)
+		whole := now[g.Name+"-1-leader"] != "" && now[g.Name+"-1-worker"] != "" &&
+			now[g.Name+"-1-leader"] != before[g.Name+"-1-leader"] && now[g.Name+"-1-worker"] != before[g.Name+"-1-worker"]
+		return whole && len(ready) == 2, fmt.Sprintf("PodCliques %v; pods %s", now, state)
+	})
+	if now := uids(); now[g.Name+"-0-leader"] != before[g.Name+"-0-leader"] || now[g.Name+"-0-worker"] != before[g.Name+"-0-worker"] {
+		t.Fatalf("group replica 0 was touched: %v, before %v", now, before)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,32 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 		}
 		r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "CreatedGroupReplica", "Create",
 			"Created %s %d (revision %s)", what, c.Index, c.Revision)
+	}
+	return nil
+}
+
+// removeIncomplete deletes what is left of group replicas that lost a member
+// PodClique. A group replica is one gang and is replaced whole, never member
+// by member, so it is taken down and the planner recreates it at its index,
+// on the revision the group's strategy allows.
+func (r *Reconciler) removeIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation) error {
+	for _, idx := range obs.Incomplete {
+		var left []string
+		for _, c := range obs.Members[idx] {
+			uid := c.UID
+			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
+			}
+			r.Expectations.Deleted(key(g), uid)
+			left = append(left, c.Labels[v1alpha1.LabelClique])
+		}
+		for i := range obs.Replicas {
+			if obs.Replicas[i].Index == idx {
+				obs.Replicas[i].Terminating = true
+			}
+		}
+		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "IncompleteGroupReplica", "Delete",
+			"Group replica %d lost a member PodClique; deleted the rest (%s) to recreate it whole", idx, strings.Join(left, ", "))
 	}
 	return nil
 }

@@ -22,6 +22,10 @@ import (
 type Observation struct {
 	Replicas []rollout.GroupReplicaObservation
 	Members  map[int32][]*v1alpha1.PodClique // live member PodCliques by group-replica index
+	// Incomplete are the live group replicas missing a member PodClique that is
+	// neither in the cache nor on its way (deleted by hand, or the operator
+	// stopped between creating two members).
+	Incomplete []int32
 	// NextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
 	NextAvailableIn time.Duration
 }
@@ -58,6 +62,10 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 		seen = append(seen, expectations.Observed{Name: c.Name, UID: c.UID, Terminating: c.DeletionTimestamp != nil})
 	}
 	unseenCreates, unseenDeletes := r.Expectations.Reconcile(key(g), seen)
+	pending := map[int32]int{}
+	for _, c := range unseenCreates {
+		pending[c.Index]++
+	}
 	present := map[int32]bool{}
 	for i := range obs.Replicas {
 		rep := &obs.Replicas[i]
@@ -66,6 +74,9 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 			if unseenDeletes[c.UID] {
 				rep.Terminating = true
 			}
+		}
+		if !rep.Terminating && len(obs.Members[rep.Index])+pending[rep.Index] < len(g.Spec.Cliques) {
+			obs.Incomplete = append(obs.Incomplete, rep.Index)
 		}
 	}
 	for _, c := range unseenCreates {

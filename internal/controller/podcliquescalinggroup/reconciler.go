@@ -101,6 +101,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.removeIncomplete(ctx, g, &obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	policy := rollout.PolicyFromChildSpec(g.Spec.UpdateStrategy, g.Spec.Replicas, templates.update.hash, templates.current.hash, rollout.KindGroup)
 	plan, err := rollout.PlanLevel(policy, rollout.GroupUnits(memberMinimums(g), obs.Replicas))
 	if err != nil {
