@@ -99,11 +99,13 @@ type PodCliqueTemplateSpec struct {
 	Name string `json:"name"`
 
 	// Replicas is the number of pods of this clique (per scaling-group replica when
-	// the clique is in a group). Defaults to 1.
+	// the clique is in a group). Defaults to 1; a role always has a pod (scale
+	// the PodCliqueSet, or a child through /scale, to run fewer). Left out of the
+	// JSON when 0, so that a Go client that leaves it unset gets the default.
 	// +kubebuilder:default=1
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +optional
-	Replicas int32 `json:"replicas"`
+	Replicas int32 `json:"replicas,omitempty"`
 
 	// MinAvailable is the gang minimum: the clique is scheduled only when this many
 	// pods fit together, and it counts as available only with this many available
@@ -140,11 +142,11 @@ type PodCliqueScalingGroupConfig struct {
 	CliqueNames []string `json:"cliqueNames"`
 
 	// Replicas is the number of group replicas per PodCliqueSet replica. Defaults
-	// to 1.
+	// to 1, at least 1 (see PodCliqueTemplateSpec.Replicas).
 	// +kubebuilder:default=1
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +optional
-	Replicas int32 `json:"replicas"`
+	Replicas int32 `json:"replicas,omitempty"`
 
 	// MinAvailable is how many group replicas form the base gang of a PodCliqueSet
 	// replica (scheduled together with the standalone cliques) and must be available

@@ -71,7 +71,7 @@ func Start(o Options) (*Env, error) {
 	// Serve the alpha gang-scheduling API (Workload, PodGroup) as the local
 	// cluster does, so the native gang backend can be tested here.
 	api := env.ControlPlane.GetAPIServer().Configure()
-	api.Append("feature-gates", "GenericWorkload=true,GangScheduling=true")
+	api.Append("feature-gates", featureGates)
 	api.Append("runtime-config", "scheduling.k8s.io/v1alpha2=true")
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		env.BinaryAssetsDirectory = filepath.Join(root, "bin")
@@ -147,9 +147,13 @@ func (e *Env) runManager(o Options) error {
 	}
 }
 
-// startGarbageCollector runs kube-controller-manager's garbage collector (and
-// nothing else) against the apiserver: Lockstep relies on owner references to
-// remove a deleted object's pods, and envtest has no controller manager.
+// featureGates turn on Workload/PodGroup (scheduling.k8s.io/v1alpha2).
+const featureGates = "GenericWorkload=true,GangScheduling=true"
+
+// startGarbageCollector runs kube-controller-manager's garbage collector and
+// PodGroup protection (nothing else) against the apiserver: Lockstep relies on
+// owner references to remove a deleted object's pods, and envtest has no
+// controller manager.
 func (e *Env) startGarbageCollector(root string) error {
 	user, err := e.env.AddUser(envtest.User{Name: "gc", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -171,7 +175,10 @@ func (e *Env) startGarbageCollector(root string) error {
 	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
 		bin = filepath.Join(assets, "kube-controller-manager")
 	}
-	e.gc = exec.Command(bin, "--kubeconfig="+path, "--controllers=garbagecollector", "--leader-elect=false",
+	// PodGroups carry a protection finalizer while pods use them; without its
+	// controller a foreground deletion through a gang would never finish.
+	e.gc = exec.Command(bin, "--kubeconfig="+path, "--controllers=garbagecollector,podgroup-protection-controller",
+		"--feature-gates="+featureGates, "--leader-elect=false",
 		"--secure-port=0", "--concurrent-gc-syncs=5", "--v=0")
 	if out := os.Getenv("LOCKSTEP_TEST_GC_LOG"); out != "" {
 		e.gc.Stdout, e.gc.Stderr = os.Stderr, os.Stderr

@@ -23,7 +23,7 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 	for _, d := range plan.Deletes {
 		for _, c := range obs.Members[d.Index] {
 			uid := c.UID
-			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 			}
 			r.Expectations.Deleted(key(g), uid)
@@ -60,6 +60,10 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 	return nil
 }
 
+// foreground keeps a deleted member PodClique, terminating, until its pods are
+// gone: its index is not refilled while the old pods still run.
+var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
+
 // removeIncomplete deletes what is left of group replicas that lost a member
 // PodClique. A group replica is one gang and is replaced whole, never member
 // by member, so it is taken down and the planner recreates it at its index,
@@ -69,7 +73,7 @@ func (r *Reconciler) removeIncomplete(ctx context.Context, g *v1alpha1.PodClique
 		var left []string
 		for _, c := range obs.Members[idx] {
 			uid := c.UID
-			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 			}
 			r.Expectations.Deleted(key(g), uid)

@@ -56,8 +56,15 @@ func (r *Reconciler) apply(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec
 		}
 		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "CreatingReplica", "Create", "Creating %s %d (revision %s)", what, c.Index, c.Revision)
 	}
+	deleted := map[int32]bool{}
+	for _, d := range plan.Deletes {
+		deleted[d.Index] = true
+	}
 	var gangs []replicaGang
 	for _, rp := range plan.Replicas {
+		if deleted[rp.Index] {
+			continue // its children were just deleted: writing them again would race the deletion
+		}
 		w := childWriter{r: r, pcs: pcs, spec: spec, revs: revs, tmpls: tmpls, replica: rp.Index, surge: surge[rp.Index]}
 		if _, native := r.Gangs.(*gang.Native); native {
 			st, err := r.Gangs.GangStatus(ctx, client.ObjectKey{Namespace: pcs.Namespace, Name: naming.BaseGang(pcs.Name, int(rp.Index))})
@@ -93,7 +100,9 @@ func (r *Reconciler) deleteReplica(ctx context.Context, pcs *v1alpha1.PodCliqueS
 			continue
 		}
 		uid := o.GetUID()
-		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}); ignoreNotFound(err) != nil {
+		// Foreground: the children stay, terminating, until their pods are gone,
+		// so the replica is not made again while its old pods still run.
+		if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground)); ignoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s of replica %d: %w", o.GetName(), d.Index, err)
 		}
 		deleted = true
