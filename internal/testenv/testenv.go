@@ -43,6 +43,11 @@ type Options struct {
 	Webhooks bool
 	// Setup registers controllers with the manager the environment runs.
 	Setup func(ctrl.Manager) error
+	// PodGroupProtection runs kube-controller-manager's PodGroup protection,
+	// which removes a PodGroup's finalizer once no pod uses it. Controllers that
+	// delete in the foreground through gangs need it; tests of the gang backend
+	// itself leave it off and play its part by hand, step by step.
+	PodGroupProtection bool
 }
 
 // RepoRoot is the root of this repository, found from this source file.
@@ -84,7 +89,7 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("starting envtest (run `make tools` to build bin/kube-apiserver and bin/etcd): %w", err)
 	}
 	e := &Env{Config: cfg, Scheme: scheme, env: env}
-	if err := e.startGarbageCollector(root); err != nil {
+	if err := e.startGarbageCollector(root, o.PodGroupProtection); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
@@ -150,11 +155,11 @@ func (e *Env) runManager(o Options) error {
 // featureGates turn on Workload/PodGroup (scheduling.k8s.io/v1alpha2).
 const featureGates = "GenericWorkload=true,GangScheduling=true"
 
-// startGarbageCollector runs kube-controller-manager's garbage collector and
-// PodGroup protection (nothing else) against the apiserver: Lockstep relies on
+// startGarbageCollector runs kube-controller-manager's garbage collector (and
+// PodGroup protection when asked; nothing else) against the apiserver: Lockstep relies on
 // owner references to remove a deleted object's pods, and envtest has no
 // controller manager.
-func (e *Env) startGarbageCollector(root string) error {
+func (e *Env) startGarbageCollector(root string, podGroupProtection bool) error {
 	user, err := e.env.AddUser(envtest.User{Name: "gc", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("adding a user for the garbage collector: %w", err)
@@ -175,9 +180,11 @@ func (e *Env) startGarbageCollector(root string) error {
 	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
 		bin = filepath.Join(assets, "kube-controller-manager")
 	}
-	// PodGroups carry a protection finalizer while pods use them; without its
-	// controller a foreground deletion through a gang would never finish.
-	e.gc = exec.Command(bin, "--kubeconfig="+path, "--controllers=garbagecollector,podgroup-protection-controller",
+	controllers := "garbagecollector"
+	if podGroupProtection {
+		controllers += ",podgroup-protection-controller"
+	}
+	e.gc = exec.Command(bin, "--kubeconfig="+path, "--controllers="+controllers,
 		"--feature-gates="+featureGates, "--leader-elect=false",
 		"--secure-port=0", "--concurrent-gc-syncs=5", "--v=0")
 	if out := os.Getenv("LOCKSTEP_TEST_GC_LOG"); out != "" {

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	var err error
-	env, err = testenv.Start(testenv.Options{Webhooks: true, Setup: func(mgr ctrl.Manager) error {
+	env, err = testenv.Start(testenv.Options{Webhooks: true, PodGroupProtection: true, Setup: func(mgr ctrl.Manager) error {
 		// envtest serves the gang API (no scheduler: the test kubelet binds pods).
 		return controller.Setup(mgr, gang.NewNative(gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}))
 	}})

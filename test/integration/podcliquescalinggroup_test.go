@@ -161,9 +161,9 @@ func TestPodCliqueScalingGroup_SurgeReplicaKeepsCapacityAndIsRemovedLast(t *test
 }
 
 // A group replica that lost one member PodClique (deleted by hand, or the
-// operator stopped between creating two) is one gang with a hole: the rest
-// is deleted and the replica recreated whole.
-func TestPodCliqueScalingGroup_IncompleteGroupReplicaIsRecreatedWhole(t *testing.T) {
+// operator stopped between creating two) is one gang with a hole: the missing
+// member is made again from the replica's template.
+func TestPodCliqueScalingGroup_IncompleteGroupReplicaIsMadeWholeAgain(t *testing.T) {
 	g, ns := newScalingGroup(t, 2, v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType})
 	ctx := context.Background()
 	waitFor(t, "both group replicas ready", 60*time.Second, func() (bool, string) {
@@ -189,11 +189,10 @@ func TestPodCliqueScalingGroup_IncompleteGroupReplicaIsRecreatedWhole(t *testing
 	if err := env.Client.Delete(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "group replica 1 recreated whole and ready", 60*time.Second, func() (bool, string) {
+	waitFor(t, "group replica 1 whole again and ready", 60*time.Second, func() (bool, string) {
 		now := uids()
 		ready, state := groupReplicas(t, ns)
-		whole := now[g.Name+"-1-leader"] != "" && now[g.Name+"-1-worker"] != "" &&
-			now[g.Name+"-1-leader"] != before[g.Name+"-1-leader"] && now[g.Name+"-1-worker"] != before[g.Name+"-1-worker"]
+		whole := now[g.Name+"-1-leader"] != "" && now[g.Name+"-1-worker"] != "" && now[g.Name+"-1-leader"] != before[g.Name+"-1-leader"]
 		return whole && len(ready) == 2, fmt.Sprintf("PodCliques %v; pods %s", now, state)
 	})
 	if now := uids(); now[g.Name+"-0-leader"] != before[g.Name+"-0-leader"] || now[g.Name+"-0-worker"] != before[g.Name+"-0-worker"] {

@@ -64,29 +64,74 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 // gone: its index is not refilled while the old pods still run.
 var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
 
-// removeIncomplete deletes what is left of group replicas that lost a member
-// PodClique. A group replica is one gang and is replaced whole, never member
-// by member, so it is taken down and the planner recreates it at its index,
-// on the revision the group's strategy allows.
-func (r *Reconciler) removeIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation) error {
+// repairIncomplete makes group replicas that lost a member PodClique whole
+// again: the missing members are created from the template the replica was
+// made with, so the replica keeps one revision. (A name still held by a
+// terminating predecessor is tried again on a later pass.) When that template
+// is no longer known, what is left is deleted and the planner recreates the
+// replica whole.
+func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation, t groupTemplates) error {
 	for _, idx := range obs.Incomplete {
-		var left []string
-		for _, c := range obs.Members[idx] {
-			uid := c.UID
-			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
-			}
-			r.Expectations.Deleted(key(g), uid)
-			left = append(left, c.Labels[v1alpha1.LabelClique])
-		}
+		var rep *rollout.GroupReplicaObservation
 		for i := range obs.Replicas {
 			if obs.Replicas[i].Index == idx {
-				obs.Replicas[i].Terminating = true
+				rep = &obs.Replicas[i]
 			}
 		}
-		r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "IncompleteGroupReplica", "Delete",
-			"Group replica %d lost a member PodClique; deleted the rest (%s) to recreate it whole", idx, strings.Join(left, ", "))
+		if rep == nil {
+			continue
+		}
+		tmpl, ok := t.forHash(rep.Revision)
+		if !ok {
+			if err := r.removeReplica(ctx, g, obs, rep); err != nil {
+				return err
+			}
+			continue
+		}
+		have := map[string]bool{}
+		for _, c := range obs.Members[idx] {
+			have[c.Labels[v1alpha1.LabelClique]] = true
+		}
+		var made []string
+		for i := range tmpl.cliques {
+			if have[tmpl.cliques[i].Name] {
+				continue
+			}
+			c := rollout.Create{Index: idx, Revision: rep.Revision, Surge: rep.Surge}
+			pclq := memberPodClique(g, c, tmpl, &tmpl.cliques[i])
+			err := r.Client.Create(ctx, pclq)
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
+			}
+			r.Expectations.Created(key(g), pclq.Name, *rep)
+			made = append(made, tmpl.cliques[i].Name)
+		}
+		if len(made) > 0 {
+			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "RepairedGroupReplica", "Create",
+				"Group replica %d had lost member PodClique(s) %s; made them again (revision %s)", idx, strings.Join(made, ", "), rep.Revision)
+		}
 	}
+	return nil
+}
+
+// removeReplica deletes what is left of a group replica, which the planner
+// then recreates whole.
+func (r *Reconciler) removeReplica(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation, rep *rollout.GroupReplicaObservation) error {
+	var left []string
+	for _, c := range obs.Members[rep.Index] {
+		uid := c.UID
+		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
+		}
+		r.Expectations.Deleted(key(g), uid)
+		left = append(left, c.Labels[v1alpha1.LabelClique])
+	}
+	rep.Terminating = true
+	r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "IncompleteGroupReplica", "Delete",
+		"Group replica %d lost a member PodClique and its template is no longer kept; deleted the rest (%s) to recreate it whole", rep.Index, strings.Join(left, ", "))
 	return nil
 }
 

@@ -23,8 +23,9 @@ type Observation struct {
 	Replicas []rollout.GroupReplicaObservation
 	Members  map[int32][]*v1alpha1.PodClique // live member PodCliques by group-replica index
 	// Incomplete are the live group replicas missing a member PodClique that is
-	// neither in the cache nor on its way (deleted by hand, or the operator
-	// stopped between creating two members).
+	// neither in the cache nor on its way (deleted by hand, the operator stopped
+	// between creating two members, or a create that met its terminating
+	// predecessor's name).
 	Incomplete []int32
 	// NextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
 	NextAvailableIn time.Duration

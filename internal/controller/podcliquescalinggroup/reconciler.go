@@ -101,7 +101,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.removeIncomplete(ctx, g, &obs); err != nil {
+	if err := r.repairIncomplete(ctx, g, &obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}
 	policy := rollout.PolicyFromChildSpec(g.Spec.UpdateStrategy, g.Spec.Replicas, templates.update.hash, templates.current.hash, rollout.KindGroup)
