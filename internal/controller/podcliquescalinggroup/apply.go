@@ -65,11 +65,10 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
 
 // repairIncomplete makes group replicas that lost a member PodClique whole
-// again: the missing members are created from the template the replica was
-// made with, so the replica keeps one revision. (A name still held by a
-// terminating predecessor is tried again on a later pass.) When that template
-// is no longer known, what is left is deleted and the planner recreates the
-// replica whole.
+// again. A replica on the update revision gets its missing members from its
+// template (the operator stopped between two creates, or a create met a
+// terminating predecessor's name; tried again on a later pass). Any other
+// replica is deleted, what is left of it, and the planner recreates it whole.
 func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation, t groupTemplates) error {
 	for _, idx := range obs.Incomplete {
 		var rep *rollout.GroupReplicaObservation
@@ -82,7 +81,9 @@ func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodClique
 			continue
 		}
 		tmpl, ok := t.forHash(rep.Revision)
-		if !ok {
+		if !ok || rep.Revision != t.update.hash {
+			// An outdated replica missing a member is as good as deleted (by hand,
+			// under OnDelete, say): it comes back whole, on what the strategy allows.
 			if err := r.removeReplica(ctx, g, obs, rep); err != nil {
 				return err
 			}
@@ -131,7 +132,7 @@ func (r *Reconciler) removeReplica(ctx context.Context, g *v1alpha1.PodCliqueSca
 	}
 	rep.Terminating = true
 	r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "IncompleteGroupReplica", "Delete",
-		"Group replica %d lost a member PodClique and its template is no longer kept; deleted the rest (%s) to recreate it whole", rep.Index, strings.Join(left, ", "))
+		"Group replica %d lost a member PodClique; deleted the rest (%s) to recreate it whole", rep.Index, strings.Join(left, ", "))
 	return nil
 }
 
