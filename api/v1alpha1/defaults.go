@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // Defaults the API applies. The CRD schema applies the ones it can express; the
@@ -27,13 +28,13 @@ var (
 func (p *PodCliqueSet) Default() {
 	s := &p.Spec
 	if s.Replicas == nil {
-		s.Replicas = ptrTo[int32](DefaultReplicas)
+		s.Replicas = ptr.To[int32](DefaultReplicas)
 	}
 	if s.ProgressDeadlineSeconds == nil {
-		s.ProgressDeadlineSeconds = ptrTo[int32](DefaultProgressDeadlineSeconds)
+		s.ProgressDeadlineSeconds = ptr.To[int32](DefaultProgressDeadlineSeconds)
 	}
 	if s.RevisionHistoryLimit == nil {
-		s.RevisionHistoryLimit = ptrTo[int32](DefaultRevisionHistoryLimit)
+		s.RevisionHistoryLimit = ptr.To[int32](DefaultRevisionHistoryLimit)
 	}
 	switch s.UpdateStrategy.Type {
 	case "", RollingRecreateStrategyType:
@@ -51,7 +52,7 @@ func (p *PodCliqueSet) Default() {
 	for i := range s.Template.Cliques {
 		c := &s.Template.Cliques[i]
 		if c.MinAvailable == nil && c.Replicas > 0 {
-			c.MinAvailable = ptrTo(c.Replicas)
+			c.MinAvailable = ptr.To(c.Replicas)
 		}
 		if c.UpdateStrategy != nil {
 			c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge = defaultLimits(c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge)
@@ -60,7 +61,7 @@ func (p *PodCliqueSet) Default() {
 	for i := range s.Template.PodCliqueScalingGroups {
 		g := &s.Template.PodCliqueScalingGroups[i]
 		if g.MinAvailable == nil && g.Replicas > 0 {
-			g.MinAvailable = ptrTo[int32](DefaultScalingGroupMinAvail)
+			g.MinAvailable = ptr.To[int32](DefaultScalingGroupMinAvail)
 		}
 		if g.UpdateStrategy != nil {
 			g.UpdateStrategy.MaxUnavailable, g.UpdateStrategy.MaxSurge = defaultLimits(g.UpdateStrategy.MaxUnavailable, g.UpdateStrategy.MaxSurge)
@@ -71,10 +72,10 @@ func (p *PodCliqueSet) Default() {
 // defaultLimits fills the unset half of a maxUnavailable/maxSurge pair.
 func defaultLimits(maxUnavailable, maxSurge *intstr.IntOrString) (*intstr.IntOrString, *intstr.IntOrString) {
 	if maxUnavailable == nil {
-		maxUnavailable = ptrTo(DefaultMaxUnavailable)
+		maxUnavailable = ptr.To(DefaultMaxUnavailable)
 	}
 	if maxSurge == nil {
-		maxSurge = ptrTo(DefaultMaxSurge)
+		maxSurge = ptr.To(DefaultMaxSurge)
 	}
 	return maxUnavailable, maxSurge
 }
@@ -125,4 +126,59 @@ func (g *PodCliqueScalingGroupConfig) EffectiveMinAvailable() int32 {
 	return *g.MinAvailable
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// ScalingGroup returns the scaling group with the given name, or nil.
+func (t *PodCliqueSetTemplateSpec) ScalingGroup(name string) *PodCliqueScalingGroupConfig {
+	for i := range t.PodCliqueScalingGroups {
+		if t.PodCliqueScalingGroups[i].Name == name {
+			return &t.PodCliqueScalingGroups[i]
+		}
+	}
+	return nil
+}
+
+// Limits are maxUnavailable and maxSurge with their defaults applied; a nil
+// strategy has the defaults.
+func (s *ComponentUpdateStrategy) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
+	if s == nil {
+		return DefaultMaxUnavailable, DefaultMaxSurge
+	}
+	return orDefault(s.MaxUnavailable, DefaultMaxUnavailable), orDefault(s.MaxSurge, DefaultMaxSurge)
+}
+
+// Limits are the PodCliqueSet-level maxUnavailable and maxSurge with their
+// defaults applied; a nil rolling update has the defaults.
+func (r *PodCliqueSetRollingUpdate) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
+	if r == nil {
+		return DefaultMaxUnavailable, DefaultMaxSurge
+	}
+	return orDefault(r.MaxUnavailable, DefaultMaxUnavailable), orDefault(r.MaxSurge, DefaultMaxSurge)
+}
+
+// Limits are the child's maxUnavailable and maxSurge with their defaults applied.
+func (s *ChildUpdateStrategy) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
+	return orDefault(s.MaxUnavailable, DefaultMaxUnavailable), orDefault(s.MaxSurge, DefaultMaxSurge)
+}
+
+// EffectiveMinAvailable is minAvailable with its default (replicas) applied.
+func (s *PodCliqueSpec) EffectiveMinAvailable() int32 {
+	if s.MinAvailable == nil {
+		return s.Replicas
+	}
+	return *s.MinAvailable
+}
+
+// EffectiveMinAvailable is minAvailable with its default (replicas) applied; the
+// PodCliqueSet always writes it.
+func (s *PodCliqueScalingGroupSpec) EffectiveMinAvailable() int32 {
+	if s.MinAvailable == nil {
+		return s.Replicas
+	}
+	return *s.MinAvailable
+}
+
+func orDefault(v *intstr.IntOrString, def intstr.IntOrString) intstr.IntOrString {
+	if v == nil {
+		return def
+	}
+	return *v
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -56,7 +58,7 @@ func BenchmarkPlanLevel_PodClique(b *testing.B) {
 func BenchmarkPlanTree_PodCliqueSet(b *testing.B) {
 	replicas := int32(100)
 	group := func(name string) v1alpha1.PodCliqueScalingGroupConfig {
-		return v1alpha1.PodCliqueScalingGroupConfig{Name: name, Replicas: 2, MinAvailable: ptr[int32](1), CliqueNames: []string{name + "-leader", name + "-worker"}}
+		return v1alpha1.PodCliqueScalingGroupConfig{Name: name, Replicas: 2, MinAvailable: ptr.To[int32](1), CliqueNames: []string{name + "-leader", name + "-worker"}}
 	}
 	obj := v1alpha1.PodCliqueSet{Spec: v1alpha1.PodCliqueSetSpec{Replicas: &replicas, Template: v1alpha1.PodCliqueSetTemplateSpec{
 		Cliques: []v1alpha1.PodCliqueTemplateSpec{{Name: "frontend", Replicas: 3},
@@ -81,7 +83,7 @@ func BenchmarkPlanTree_PodCliqueSet(b *testing.B) {
 		return out
 	}
 	target := func(role string) *Target {
-		return &Target{Type: LevelRollingUpdate, SetRevision: "v1", UpdateRevision: role + "@v1", CurrentRevision: role + "@v1"}
+		return &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: "v1", UpdateRevision: role + "@v1", CurrentRevision: role + "@v1"}
 	}
 	var obs []ReplicaObservation
 	for i := range replicas {

@@ -6,18 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-)
 
-// LevelStrategy is how one level replaces units whose revision is outdated.
-type LevelStrategy string
-
-const (
-	// LevelRollingUpdate deletes and recreates outdated units within the level's
-	// maxSurge and maxUnavailable.
-	LevelRollingUpdate LevelStrategy = "RollingUpdate"
-	// LevelOnDelete never deletes a unit for an update; units created for any other
-	// reason use the update revision.
-	LevelOnDelete LevelStrategy = "OnDelete"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // UpdateOrder is the order in which outdated units are picked for an update.
@@ -77,7 +67,10 @@ type Unit struct {
 
 // Policy is everything one level needs to decide its next actions.
 type Policy struct {
-	Type     LevelStrategy
+	// Type is RollingUpdate (outdated units are replaced within maxSurge and
+	// maxUnavailable) or OnDelete (never deleted for an update; units created for
+	// any other reason use the update revision).
+	Type     v1alpha1.UpdateStrategyType
 	Replicas int32
 	// MaxUnavailable and MaxSurge are resolved against Replicas by ResolveFenceposts.
 	// Their zero values mean maxUnavailable=1, maxSurge=0, the default strategy.
@@ -164,7 +157,7 @@ func PlanLevel(p Policy, units []Unit) (LevelPlan, error) {
 	if err != nil {
 		return LevelPlan{}, err
 	}
-	if p.Type == LevelOnDelete {
+	if p.Type == v1alpha1.OnDeleteStrategyType {
 		fp.MaxSurge = 0
 	}
 	if p.CurrentRevision == "" {
@@ -225,7 +218,7 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 			v.available++
 		}
 		if u.Index < 0 || u.Index >= p.Replicas {
-			if p.Type == LevelOnDelete && u.Index >= 0 {
+			if p.Type == v1alpha1.OnDeleteStrategyType && u.Index >= 0 {
 				// OnDelete scales in outdated units first, so the units that stay
 				// may sit above Replicas: they are members, not surge.
 				v.countUpdated(u)
@@ -284,7 +277,7 @@ func (v *levelView) updateRoom() int64 {
 // surgeWanted is how many surge units the rollout can use: one per outdated unit
 // still allowed to update, at most maxSurge.
 func (v *levelView) surgeWanted() int32 {
-	if v.p.Type == LevelOnDelete {
+	if v.p.Type == v1alpha1.OnDeleteStrategyType {
 		return 0
 	}
 	return int32(min(int64(v.fp.MaxSurge), int64(v.outdatedEligible()), v.updateRoom()))
@@ -346,10 +339,10 @@ func (v *levelView) deletes() []Delete {
 	var out []Delete
 	// at most: the failed within the cap, the healthy within the budget, the misplaced
 	room, slack := v.updateRoom(), int64(max(0, b.available-b.floor))
-	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)); n > 0 && v.p.Type != LevelOnDelete {
+	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)); n > 0 && v.p.Type != v1alpha1.OnDeleteStrategyType {
 		out = make([]Delete, 0, n)
 	}
-	if v.p.Type == LevelOnDelete {
+	if v.p.Type == v1alpha1.OnDeleteStrategyType {
 		out = v.scaleIn(b, out)
 	} else {
 		room := v.updateRoom()
@@ -435,7 +428,7 @@ func (v *levelView) updateKey(u *Unit) orderKey {
 // go, so unavailable ones go first (free), then the ScaleIn order.
 func (v *levelView) misplacedKey(u *Unit) orderKey {
 	k := v.scaleInKey(u)
-	k[0] += 4 * b2i64(u.Available)
+	k[0] += 4 * boolTo[int64](u.Available)
 	return k
 }
 
@@ -445,10 +438,11 @@ func (v *levelView) scaleInKey(u *Unit) orderKey {
 	if v.p.ScaleIn == HighestIndexFirst {
 		return orderKey{0, 0, -int64(u.Index)}
 	}
-	return orderKey{2*b2i64(u.Revision == v.p.UpdateRevision) + b2i64(u.Available), 0, -int64(u.Index)}
+	return orderKey{2*boolTo[int64](u.Revision == v.p.UpdateRevision) + boolTo[int64](u.Available), 0, -int64(u.Index)}
 }
 
-func b2i64(b bool) int64 {
+// boolTo is 1 for true and 0 for false.
+func boolTo[T int32 | int64](b bool) T {
 	if b {
 		return 1
 	}

@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // drawLimit draws an int or a percentage.
@@ -20,7 +24,7 @@ func drawLimit(t *rapid.T, label string) intstr.IntOrString {
 
 func drawPolicy(t *rapid.T) Policy {
 	p := Policy{
-		Type:           rapid.SampledFrom([]LevelStrategy{LevelRollingUpdate, LevelOnDelete}).Draw(t, "type"),
+		Type:           rapid.SampledFrom([]v1alpha1.UpdateStrategyType{v1alpha1.RollingUpdateStrategyType, v1alpha1.OnDeleteStrategyType}).Draw(t, "type"),
 		Replicas:       int32(rapid.IntRange(0, 8).Draw(t, "replicas")),
 		MaxUnavailable: drawLimit(t, "maxUnavailable"),
 		MaxSurge:       drawLimit(t, "maxSurge"),
@@ -30,7 +34,7 @@ func drawPolicy(t *rapid.T) Policy {
 		ScaleIn:     rapid.SampledFrom([]ScaleInOrder{OutdatedFirst, HighestIndexFirst}).Draw(t, "scaleIn"),
 	}
 	if rapid.Bool().Draw(t, "capped") {
-		p.MaxUpdated = ptr(int32(rapid.IntRange(0, 8).Draw(t, "maxUpdated")))
+		p.MaxUpdated = ptr.To(int32(rapid.IntRange(0, 8).Draw(t, "maxUpdated")))
 	}
 	return p
 }
@@ -66,7 +70,7 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 			t.Fatalf("PlanLevel: %v", err)
 		}
 		fp, _ := ResolveFenceposts(p.MaxSurge, p.MaxUnavailable, p.Replicas)
-		if p.Type == LevelOnDelete {
+		if p.Type == v1alpha1.OnDeleteStrategyType {
 			fp.MaxSurge = 0
 		}
 		at := func(i int32) *Unit {
@@ -113,7 +117,7 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 				lost++
 			}
 			if d.Reason == ReasonUpdate || d.Reason == ReasonReplaceFailed {
-				if p.Type == LevelOnDelete {
+				if p.Type == v1alpha1.OnDeleteStrategyType {
 					t.Fatalf("OnDelete deleted unit %d for an update", d.Index)
 				}
 				if u.Index < p.Partition || u.Index >= p.Replicas || u.Revision == p.UpdateRevision {
@@ -149,7 +153,7 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 func TestRollingUpdate_AlwaysConvergesWhenUnitsBecomeReady(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		p := drawPolicy(rt)
-		p.Type, p.MaxUpdated, p.Partition = LevelRollingUpdate, nil, 0
+		p.Type, p.MaxUpdated, p.Partition = v1alpha1.RollingUpdateStrategyType, nil, 0
 		units := drawUnits(rt)
 		for i := range units {
 			units[i].Terminating = false

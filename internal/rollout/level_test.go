@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -172,7 +174,7 @@ func TestResolveUpdateTo_PercentRoundsUpAndClamps(t *testing.T) {
 
 // Seed 000, PodClique maxSurge: replicas=3, maxSurge=1, maxUnavailable=0.
 func TestRollingUpdate_PodCliqueSurgeSequenceFromSeed(t *testing.T) {
-	p := Policy{Type: LevelRollingUpdate, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
 		UpdateRevision: "new", CurrentRevision: "old", UpdateOrder: OldestFirst, ScaleIn: OutdatedFirst}
 	k := newTicker(t, p, steadyUnits(3, "old"))
 	k.run(50)
@@ -192,7 +194,7 @@ func TestRollingUpdate_PodCliqueSurgeSequenceFromSeed(t *testing.T) {
 // Seed 000, both scaling-group examples (minAvailable 3 and 2): the replica
 // sequence is the same; only the gang of each replica differs (see TestGroupReplicaGang).
 func TestRollingUpdate_ScalingGroupSurgeSequenceFromSeed(t *testing.T) {
-	p := Policy{Type: LevelRollingUpdate, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
 		UpdateRevision: "new", CurrentRevision: "old", UpdateOrder: LowestIndexFirst, ScaleIn: HighestIndexFirst}
 	units := steadyUnits(3, "old")
 	// creation order must not matter for groups: make replica 2 the oldest
@@ -396,7 +398,7 @@ func TestRollingUpdate_CompactsHolesLeftByAnEarlierScaleIn(t *testing.T) {
 
 // Seed 001: OnDelete never deletes for an update.
 func TestOnDelete_NeverDeletesForAnUpdate(t *testing.T) {
-	p := Policy{Type: LevelOnDelete, Replicas: 8, UpdateRevision: "new", CurrentRevision: "old"}
+	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 8, UpdateRevision: "new", CurrentRevision: "old"}
 	k := newTicker(t, p, steadyUnits(8, "old"))
 	k.run(10)
 	assertActions(t, k.actions, nil)
@@ -407,7 +409,7 @@ func TestOnDelete_NeverDeletesForAnUpdate(t *testing.T) {
 }
 
 func TestOnDelete_RecreatesADeletedPodAtTheNewRevision(t *testing.T) {
-	p := Policy{Type: LevelOnDelete, Replicas: 8, UpdateRevision: "new", CurrentRevision: "old"}
+	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 8, UpdateRevision: "new", CurrentRevision: "old"}
 	units := slices.DeleteFunc(steadyUnits(8, "old"), func(u Unit) bool { return u.Index == 5 })
 	k := newTicker(t, p, units)
 	k.run(10)
@@ -421,7 +423,7 @@ func TestOnDelete_RecreatesADeletedPodAtTheNewRevision(t *testing.T) {
 func TestOnDelete_ScaleInRemovesOutdatedPodsFirst(t *testing.T) {
 	units := steadyUnits(5, "new")
 	units[1].Revision, units[3].Revision = "old", "old"
-	p := Policy{Type: LevelOnDelete, Replicas: 3, UpdateRevision: "new", ScaleIn: OutdatedFirst}
+	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 3, UpdateRevision: "new", ScaleIn: OutdatedFirst}
 	plan, _ := PlanLevel(p, units)
 	if want := []Delete{{1, ReasonScaleIn}, {3, ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
@@ -440,7 +442,7 @@ func TestOnDelete_ScaleInRemovesOutdatedPodsFirst(t *testing.T) {
 func TestOnDelete_ScalingGroupScaleInRemovesHighestIndexFirst(t *testing.T) {
 	units := steadyUnits(5, "new")
 	units[1].Revision = "old"
-	p := Policy{Type: LevelOnDelete, Replicas: 3, UpdateRevision: "new", ScaleIn: HighestIndexFirst}
+	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 3, UpdateRevision: "new", ScaleIn: HighestIndexFirst}
 	plan, _ := PlanLevel(p, units)
 	if want := []Delete{{3, ReasonScaleIn}, {4, ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)

@@ -10,7 +10,7 @@ import (
 // PodCliqueScalingGroup): which template to run and how far it may update now.
 // The child plans its own units from it and never reads its parent's status.
 type Target struct {
-	Type LevelStrategy
+	Type v1alpha1.UpdateStrategyType
 	// SetRevision is the PodCliqueSet revision the child's template is taken from
 	// (the child's spec.revision).
 	SetRevision string

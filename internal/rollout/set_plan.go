@@ -215,14 +215,14 @@ func (p *setPlanner) replicaPolicy() Policy {
 	pol := Policy{Replicas: p.shape.replicas, UpdateRevision: rev.Update.Name, CurrentRevision: rev.Current.Name,
 		Partition: p.shape.partition, UpdateOrder: LowestIndexFirst, ScaleIn: HighestIndexFirst}
 	if p.shape.strategy != v1alpha1.ReplicaRecreateStrategyType {
-		pol.Type = LevelOnDelete
+		pol.Type = v1alpha1.OnDeleteStrategyType
 		pol.MaxUnavailable = v1alpha1.DefaultMaxUnavailable
 		if p.paused() {
 			pol.UpdateRevision = rev.Current.Name
 		}
 		return pol
 	}
-	pol.Type = LevelRollingUpdate
+	pol.Type = v1alpha1.RollingUpdateStrategyType
 	pol.MaxUnavailable, pol.MaxSurge = p.shape.setLimits()
 	if p.paused() {
 		frozen := countUnits(p.replicaUnits(), func(u *Unit) bool { return u.Index < p.shape.replicas && u.Revision == rev.Update.Name })

@@ -36,9 +36,9 @@ func (p *setPlanner) counts() SetStatus {
 		}
 		live++
 		s.Replicas++
-		s.ReadyReplicas += b2i(v.ready)
-		s.AvailableReplicas += b2i(v.available)
-		s.UpdatedReplicas += b2i(v.updated && v.index < p.shape.replicas) // surge replicas go away
+		s.ReadyReplicas += boolTo[int32](v.ready)
+		s.AvailableReplicas += boolTo[int32](v.available)
+		s.UpdatedReplicas += boolTo[int32](v.updated && v.index < p.shape.replicas) // surge replicas go away
 		if !v.settled || (!v.updated && v.index >= p.shape.partition) {
 			complete = false
 		}
@@ -92,13 +92,6 @@ func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	active := !s.Complete && !onDelete
 	prog.LastProgressAt, exceeded = TrackProgress(prev.LastProgressAt, prev.Counts, prog.Counts, p.in.Now, p.paused(), active, deadline)
 	return prog, exceeded
-}
-
-func b2i(b bool) int32 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (p *setPlanner) availableCondition(s SetStatus) Condition {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
@@ -210,11 +212,11 @@ func (p *setPlanner) replicaPlan(v *replicaView, u *updatingSet) ReplicaPlan {
 	return rp
 }
 
-func (p *setPlanner) childType() LevelStrategy {
+func (p *setPlanner) childType() v1alpha1.UpdateStrategyType {
 	if p.shape.strategy == v1alpha1.OnDeleteStrategyType {
-		return LevelOnDelete
+		return v1alpha1.OnDeleteStrategyType
 	}
-	return LevelRollingUpdate
+	return v1alpha1.RollingUpdateStrategyType
 }
 
 func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *Target {
@@ -229,14 +231,14 @@ func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *
 		UpdateRevision: p.updateRoleRevision(role), CurrentRevision: p.currentRoleRevision(role)}
 	switch {
 	case v.index < p.shape.partition || v.index >= p.shape.replicas:
-		t.MaxUpdated = ptr(rv.status.UpdatedReplicas)
+		t.MaxUpdated = ptr.To(rv.status.UpdatedReplicas)
 	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
 	case u.selected == v:
 		t.MaxUpdated = u.steps.roleCap(role)
 	case v.obs == nil || v.updated:
 		// a brand-new or finished replica runs the update revision throughout
 	default:
-		t.MaxUpdated = ptr(rv.status.UpdatedReplicas)
+		t.MaxUpdated = ptr.To(rv.status.UpdatedReplicas)
 	}
 	return t
 }
@@ -257,7 +259,7 @@ func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 		// the pause and deleted since comes back updated, not on the old revision.
 		n = *t.MaxUpdated
 	}
-	t.MaxUpdated = ptr(n)
+	t.MaxUpdated = ptr.To(n)
 	return &t
 }
 
@@ -272,10 +274,8 @@ func (p *setPlanner) pinnedTarget(v *replicaView, rv *roleView) *Target {
 	if !ok {
 		return rv.target
 	}
-	return &Target{Type: LevelRollingUpdate, SetRevision: set.Name, UpdateRevision: rev, CurrentRevision: rev}
+	return &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: set.Name, UpdateRevision: rev, CurrentRevision: rev}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // cmpBool orders true before false.
 func cmpBool(a, b bool) int {

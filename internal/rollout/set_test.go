@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -42,7 +44,7 @@ func steadyReplicas(spec *v1alpha1.PodCliqueSetSpec, rev string) []ReplicaObserv
 		return steadyUnits(n, role+"@"+rev)
 	}
 	target := func(role string) *Target {
-		return &Target{Type: LevelRollingUpdate, SetRevision: rev, UpdateRevision: role + "@" + rev, CurrentRevision: role + "@" + rev}
+		return &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: rev, UpdateRevision: role + "@" + rev, CurrentRevision: role + "@" + rev}
 	}
 	var out []ReplicaObservation
 	for i := range *spec.Replicas {
@@ -259,7 +261,7 @@ func TestRoleSteps_APassedStepStaysPassedWhenAUnitFailsLater(t *testing.T) {
 
 func TestPartition_EqualToReplicasUpdatesNothing(t *testing.T) {
 	spec := threeRoles(2, func(s *v1alpha1.PodCliqueSetSpec) {
-		s.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr[int32](2)}
+		s.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr.To[int32](2)}
 	})
 	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v1")})
 	if got := updatingIndices(plan); len(got) != 0 {
@@ -282,7 +284,7 @@ func TestPaused_FreezesUpdatedCountsAndReportsPaused(t *testing.T) {
 	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true })
 	obs := steadyReplicas(spec, "v1")
 	obs[0].Cliques[1].Pods[0].Revision = "prefill@v2"
-	obs[0].Cliques[1].Target = &Target{Type: LevelRollingUpdate, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1"}
+	obs[0].Cliques[1].Target = &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1"}
 	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs})
 	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 1" {
 		t.Fatalf("prefill %s, want frozen at 1", got)
@@ -318,7 +320,7 @@ func TestOnDelete_TargetsMoveAndTheOperatorsPartEndsAtOnce(t *testing.T) {
 	})
 	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v1")})
 	tg := targetOf(plan, 0, "prefill")
-	if tg.Type != LevelOnDelete || capString(tg) != "prefill@v2 uncapped" {
+	if tg.Type != v1alpha1.OnDeleteStrategyType || capString(tg) != "prefill@v2 uncapped" {
 		t.Fatalf("prefill target %+v", tg)
 	}
 	p := plan.Status.Progress
@@ -381,7 +383,7 @@ func TestPlanSet_AvailableConditionFollowsMinAvailable(t *testing.T) {
 }
 
 func TestPlanSet_ProgressDeadlineExceededAfterNoChange(t *testing.T) {
-	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.ProgressDeadlineSeconds = ptr[int32](60) })
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.ProgressDeadlineSeconds = ptr.To[int32](60) })
 	obs := steadyReplicas(spec, "v1")
 	obs[0].Cliques[0].Pods[0].Revision = "frontend@v2"
 	obs[0].Cliques[0].Pods[0].Ready, obs[0].Cliques[0].Pods[0].Available = false, false // never comes up
@@ -432,10 +434,10 @@ func TestPlanSet_RejectsAStepForAnUnknownRole(t *testing.T) {
 }
 
 func TestPolicyFromChildSpec_RoundTripsATarget(t *testing.T) {
-	tg := Target{Type: LevelOnDelete, UpdateRevision: "b", CurrentRevision: "a", MaxUpdated: ptr[int32](2)}
+	tg := Target{Type: v1alpha1.OnDeleteStrategyType, UpdateRevision: "b", CurrentRevision: "a", MaxUpdated: ptr.To[int32](2)}
 	st := tg.ChildUpdateStrategy(intstr.FromInt32(0), intstr.FromString("25%"))
 	p := PolicyFromChildSpec(st, 4, "b", "a", KindGroup)
-	if p.Type != LevelOnDelete || *p.MaxUpdated != 2 || p.MaxSurge.String() != "25%" || p.UpdateOrder != LowestIndexFirst || p.ScaleIn != HighestIndexFirst {
+	if p.Type != v1alpha1.OnDeleteStrategyType || *p.MaxUpdated != 2 || p.MaxSurge.String() != "25%" || p.UpdateOrder != LowestIndexFirst || p.ScaleIn != HighestIndexFirst {
 		t.Fatalf("policy %+v", p)
 	}
 }
@@ -523,7 +525,7 @@ func TestPaused_ADeletedUpdatedUnitComesBackUpdated(t *testing.T) {
 	for i := range prefill.Pods[:2] {
 		prefill.Pods[i].Revision = "prefill@v2"
 	}
-	prefill.Target = &Target{Type: LevelRollingUpdate, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1", MaxUpdated: ptr[int32](2)}
+	prefill.Target = &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1", MaxUpdated: ptr.To[int32](2)}
 	// pod 0 (updated) was deleted and is gone; the previous plan was paused
 	prefill.Pods = prefill.Pods[1:]
 	plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: Progress{Paused: true, UpdateRevision: "v2"}})

@@ -3,6 +3,8 @@ package rollout
 import (
 	"fmt"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -162,15 +164,15 @@ func MemberPolicy(revs Revisions, group, groupRevision, clique string, replicas 
 			rev = r
 		}
 	}
-	return Policy{Type: LevelOnDelete, Replicas: replicas, UpdateRevision: rev, CurrentRevision: rev}
+	return Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: replicas, UpdateRevision: rev, CurrentRevision: rev}
 }
 
 // PolicyFromChildSpec builds the policy a PodClique or PodCliqueScalingGroup
 // controller plans with, from what its PodCliqueSet wrote into its spec.
 func PolicyFromChildSpec(st v1alpha1.ChildUpdateStrategy, replicas int32, updateRevision, currentRevision string, kind ChildKind) Policy {
-	t := Target{Type: LevelRollingUpdate, UpdateRevision: updateRevision, CurrentRevision: currentRevision, MaxUpdated: st.MaxUpdated}
+	t := Target{Type: v1alpha1.RollingUpdateStrategyType, UpdateRevision: updateRevision, CurrentRevision: currentRevision, MaxUpdated: st.MaxUpdated}
 	if st.Type == v1alpha1.OnDeleteStrategyType {
-		t.Type = LevelOnDelete
+		t.Type = v1alpha1.OnDeleteStrategyType
 	}
 	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
 	if st.MaxUnavailable != nil {
@@ -186,11 +188,11 @@ func PolicyFromChildSpec(st v1alpha1.ChildUpdateStrategy, replicas int32, update
 // role's own limits.
 func (t Target) ChildUpdateStrategy(maxUnavailable, maxSurge intstr.IntOrString) v1alpha1.ChildUpdateStrategy {
 	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType, MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}
-	if t.Type == LevelOnDelete {
+	if t.Type == v1alpha1.OnDeleteStrategyType {
 		st.Type = v1alpha1.OnDeleteStrategyType
 	}
 	if t.MaxUpdated != nil {
-		st.MaxUpdated = ptr(*t.MaxUpdated)
+		st.MaxUpdated = ptr.To(*t.MaxUpdated)
 	}
 	return st
 }

@@ -67,7 +67,7 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 	if err != nil {
 		return fmt.Sprintf("%s: %v", name, err)
 	}
-	if p.Type == rollout.LevelOnDelete {
+	if p.Type == v1alpha1.OnDeleteStrategyType {
 		fp.MaxSurge = 0
 	}
 	total := int32(len(units))
@@ -86,7 +86,7 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 	if lost > 0 && available-lost < p.Replicas-fp.MaxUnavailable {
 		return fmt.Sprintf("%s: deleting %d available units leaves %d available, below replicas %d - maxUnavailable %d", name, lost, available-lost, p.Replicas, fp.MaxUnavailable)
 	}
-	if p.Type == rollout.LevelOnDelete {
+	if p.Type == v1alpha1.OnDeleteStrategyType {
 		for _, d := range deletes {
 			if isUpdate(d.Reason) {
 				return fmt.Sprintf("%s: OnDelete deleted unit %d for an update", name, d.Index)

@@ -241,7 +241,7 @@ func initialCluster(spec *v1alpha1.PodCliqueSetSpec, rev rollout.SetRevision, st
 	}
 	target := func(role string) *rollout.Target {
 		r := roleRev(role)
-		return &rollout.Target{Type: rollout.LevelRollingUpdate, SetRevision: rev.Name, UpdateRevision: r, CurrentRevision: r}
+		return &rollout.Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: rev.Name, UpdateRevision: r, CurrentRevision: r}
 	}
 	tpl := &spec.Template
 	for i := range replicasOf(spec) {

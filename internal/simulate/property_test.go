@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
 
@@ -85,7 +87,7 @@ func drawSpec(t *rapid.T) *v1alpha1.PodCliqueSetSpec {
 		if st.RollingUpdate == nil {
 			st.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{}
 		}
-		st.RollingUpdate.Partition = ptr(int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition")))
+		st.RollingUpdate.Partition = ptr.To(int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition")))
 	}
 	if strategy == v1alpha1.RollingUpdateStrategyType && rapid.Bool().Draw(t, "role steps") {
 		st.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: drawSteps(t, spec, roles)}
@@ -154,7 +156,7 @@ func drawScenario(t *rapid.T) (Scenario, bool) {
 	}
 	if rapid.Bool().Draw(t, "replicas change mid-rollout") {
 		scaled := current.DeepCopy()
-		scaled.Replicas = ptr(int32(rapid.IntRange(0, 4).Draw(t, "new pcs replicas")))
+		scaled.Replicas = ptr.To(int32(rapid.IntRange(0, 4).Draw(t, "new pcs replicas")))
 		sc.Changes = append(sc.Changes, Change{At: at("scale at"), Spec: scaled})
 		current = scaled
 	}

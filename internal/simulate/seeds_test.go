@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -167,7 +169,7 @@ func TestSeed001_OnDeleteUpdatesOnlyWhatIsDeleted(t *testing.T) {
 	v2 := sc.ToRevision
 	scaled := to.DeepCopy()
 	scaled.Template.Cliques[0].Replicas = 6
-	scaled.Template.Cliques[0].MinAvailable = ptr[int32](6)
+	scaled.Template.Cliques[0].MinAvailable = ptr.To[int32](6)
 	v3 := revision("v3", scaled, &v2, "worker")
 	sc.Deletions = []Deletion{{At: 5 * time.Second, Replica: 0, Role: "worker", Index: 3}, {At: 5 * time.Second, Replica: 0, Role: "worker", Index: 6}}
 	sc.Changes = []Change{{At: time.Minute, Spec: scaled, Revision: &v3}}
@@ -213,5 +215,3 @@ func TestSeed003_RoleStepsRunInOrder(t *testing.T) {
 		"t=1m0s create replica 0 router pod 0 @router@v2",
 	})
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
@@ -63,7 +65,7 @@ func TestRun_ReplicasChangedMidRolloutNeitherStartsNorStallsIt(t *testing.T) {
 	spec := disaggregated(2)
 	sc := update(spec, spec)
 	bigger := spec.DeepCopy()
-	bigger.Replicas = ptr[int32](3)
+	bigger.Replicas = ptr.To[int32](3)
 	sc.Changes = []Change{{At: 5 * time.Second, Spec: bigger}}
 	res := Run(sc)
 	assertOutcome(t, res, Complete)

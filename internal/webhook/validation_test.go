@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,7 @@ func disagg() *v1alpha1.PodCliqueSet {
 	return &v1alpha1.PodCliqueSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "disagg"},
 		Spec: v1alpha1.PodCliqueSetSpec{
-			Replicas: ptr(int32(2)),
+			Replicas: ptr.To(int32(2)),
 			Template: v1alpha1.PodCliqueSetTemplateSpec{
 				Cliques: []v1alpha1.PodCliqueTemplateSpec{
 					{Name: "frontend", Replicas: 3, Template: pod()},
@@ -39,8 +41,6 @@ func disagg() *v1alpha1.PodCliqueSet {
 		},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func ios(s string) *intstr.IntOrString {
 	v := intstr.Parse(s)
@@ -97,15 +97,15 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		wantMsg   string
 	}{
 		{name: "the disaggregated example is valid"},
-		{name: "negative replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Replicas = ptr(int32(-1)) }),
+		{name: "negative replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Replicas = ptr.To(int32(-1)) }),
 			wantField: "spec.replicas", wantMsg: "greater than or equal to 0"},
 		{name: "negative minReadySeconds", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.MinReadySeconds = -1 }),
 			wantField: "spec.minReadySeconds", wantMsg: "greater than or equal to 0"},
 		{name: "progress deadline not above minReadySeconds", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.MinReadySeconds = 30
-			p.Spec.ProgressDeadlineSeconds = ptr(int32(30))
+			p.Spec.ProgressDeadlineSeconds = ptr.To(int32(30))
 		}), wantField: "spec.progressDeadlineSeconds", wantMsg: "greater than minReadySeconds"},
-		{name: "negative revisionHistoryLimit", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.RevisionHistoryLimit = ptr(int32(-1)) }),
+		{name: "negative revisionHistoryLimit", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.RevisionHistoryLimit = ptr.To(int32(-1)) }),
 			wantField: "spec.revisionHistoryLimit", wantMsg: "greater than or equal to 0"},
 		{name: "unknown strategy type", mutate: fn(withType("Canary")),
 			wantField: "spec.updateStrategy.type", wantMsg: `Unsupported value: "Canary"`},
@@ -156,13 +156,13 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "RollingUpdate with PCS maxUnavailable", mutate: fn(pcsLimits("1", "")),
 			wantField: "spec.updateStrategy.rollingUpdate.maxUnavailable", wantMsg: "only allowed with type ReplicaRecreate"},
 		{name: "RollingUpdate with partition is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr(int32(1))}
+			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr.To(int32(1))}
 		})},
 		{name: "negative partition", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr(int32(-1))}
+			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr.To(int32(-1))}
 		}), wantField: "spec.updateStrategy.rollingUpdate.partition", wantMsg: "greater than or equal to 0"},
 		{name: "OnDelete with rollingUpdate", mutate: fn(withType(v1alpha1.OnDeleteStrategyType), func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr(int32(1))}
+			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr.To(int32(1))}
 		}), wantField: "spec.updateStrategy.rollingUpdate", wantMsg: "not allowed with type OnDelete"},
 		{name: "OnDelete with clique strategy", mutate: fn(withType(v1alpha1.OnDeleteStrategyType), frontendStrategy("1", "0")),
 			wantField: "spec.template.cliques[0].updateStrategy", wantMsg: "not allowed with spec.updateStrategy.type OnDelete"},
@@ -223,12 +223,12 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		}), wantField: "spec.template.podCliqueScalingGroups[1].cliqueNames[1]", wantMsg: "Duplicate value"},
 		{name: "group without cliques", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.PodCliqueScalingGroups[1].CliqueNames = nil }),
 			wantField: "spec.template.podCliqueScalingGroups[1].cliqueNames", wantMsg: "at least one clique"},
-		{name: "clique minAvailable above replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].MinAvailable = ptr(int32(4)) }),
+		{name: "clique minAvailable above replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].MinAvailable = ptr.To(int32(4)) }),
 			wantField: "spec.template.cliques[0].minAvailable", wantMsg: "must not exceed replicas (3)"},
-		{name: "clique minAvailable 0", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].MinAvailable = ptr(int32(0)) }),
+		{name: "clique minAvailable 0", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].MinAvailable = ptr.To(int32(0)) }),
 			wantField: "spec.template.cliques[0].minAvailable", wantMsg: "at least 1"},
 		{name: "group minAvailable above replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.Template.PodCliqueScalingGroups[0].MinAvailable = ptr(int32(3))
+			p.Spec.Template.PodCliqueScalingGroups[0].MinAvailable = ptr.To(int32(3))
 		}), wantField: "spec.template.podCliqueScalingGroups[0].minAvailable", wantMsg: "must not exceed replicas (2)"},
 		{name: "negative clique replicas", mutate: fn(func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Replicas = -2 }),
 			wantField: "spec.template.cliques[0].replicas", wantMsg: "greater than or equal to 0"},
@@ -289,8 +289,8 @@ func fn(fs ...func(*v1alpha1.PodCliqueSet)) []func(*v1alpha1.PodCliqueSet) { ret
 
 func TestValidatePodCliqueSet_ReturnsEveryErrorAtOnce(t *testing.T) {
 	pcs := disagg()
-	pcs.Spec.Replicas = ptr(int32(-1))
-	pcs.Spec.Template.Cliques[0].MinAvailable = ptr(int32(9))
+	pcs.Spec.Replicas = ptr.To(int32(-1))
+	pcs.Spec.Template.Cliques[0].MinAvailable = ptr.To(int32(9))
 	pcs.Spec.UpdateStrategy.RoleUpgrade = steps("encode", "1", "decode", "0")
 	errs, _ := ValidatePodCliqueSet(pcs)
 	if len(errs) != 4 {
@@ -308,7 +308,7 @@ func TestValidatePodCliqueSetUpdate_CompositionIsImmutable(t *testing.T) {
 			p.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = "img:v2"
 		}},
 		{name: "replicas and group size changes are allowed", mutate: func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.Replicas = ptr(int32(5))
+			p.Spec.Replicas = ptr.To(int32(5))
 			p.Spec.Template.PodCliqueScalingGroups[0].Replicas = 4
 		}},
 		{name: "reordering cliques is allowed", mutate: func(p *v1alpha1.PodCliqueSet) {
@@ -368,11 +368,11 @@ func TestValidatePodCliqueSet_Warnings(t *testing.T) {
 			pcsLimits("100%", "0")(p)
 		}, want: "fully unavailable"},
 		{name: "single replica goes below minAvailable", mutate: func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.Replicas = ptr(int32(1))
-			p.Spec.Template.Cliques[0].MinAvailable = ptr(int32(3))
+			p.Spec.Replicas = ptr.To(int32(1))
+			p.Spec.Template.Cliques[0].MinAvailable = ptr.To(int32(3))
 		}, want: `updating clique "frontend" takes it below minAvailable`},
 		{name: "partition above replicas", mutate: func(p *v1alpha1.PodCliqueSet) {
-			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr(int32(2))}
+			p.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: ptr.To(int32(2))}
 		}, want: "no replica will be updated until the partition is lowered"},
 		{name: "hostname in template", mutate: func(p *v1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Template.Spec.Hostname = "x" },
 			want: "hostname and subdomain are set by Lockstep"},

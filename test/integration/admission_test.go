@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"go.uber.org/zap/zapcore"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -314,7 +316,7 @@ func TestAdmission_ChildKinds(t *testing.T) {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "img:v1"}}}}
 	pclq := &v1alpha1.PodClique{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pclq"},
-		Spec:       v1alpha1.PodCliqueSpec{Replicas: 2, MinAvailable: ptr(int32(2)), Template: tmpl},
+		Spec:       v1alpha1.PodCliqueSpec{Replicas: 2, MinAvailable: ptr.To(int32(2)), Template: tmpl},
 	}
 	if err := env.Client.Create(ctx, pclq); err != nil {
 		t.Fatalf("valid PodClique rejected: %v", err)
@@ -364,8 +366,6 @@ func TestAdmission_ScaleSubresourceScalesWithoutRevisionChange(t *testing.T) {
 }
 
 func intOrStr(i int) intstr.IntOrString { return intstr.FromInt(i) }
-
-func ptr[T any](v T) *T { return &v }
 
 // The pod templates' metadata must survive the CRD schema (embedded ObjectMeta is
 // pruned unless the schema describes it).

@@ -226,7 +226,7 @@ func strategy(t rollout.Target, s *v1alpha1.ComponentUpdateStrategy, currentRevi
 	}
 	st := t.ChildUpdateStrategy(mu, ms)
 	st.CurrentRevision = currentRevision
-	if t.Type == rollout.LevelOnDelete {
+	if t.Type == v1alpha1.OnDeleteStrategyType {
 		st.MaxUnavailable, st.MaxSurge = nil, nil
 	}
 	return st

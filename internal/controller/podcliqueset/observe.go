@@ -192,9 +192,9 @@ func groupTarget(g *v1alpha1.PodCliqueScalingGroup, revs rollout.Revisions) *rol
 }
 
 func target(st v1alpha1.ChildUpdateStrategy, setRevision, hash, role string, revs rollout.Revisions) *rollout.Target {
-	t := &rollout.Target{Type: rollout.LevelRollingUpdate, SetRevision: setRevision, UpdateRevision: hash, CurrentRevision: hash, MaxUpdated: st.MaxUpdated}
+	t := &rollout.Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: setRevision, UpdateRevision: hash, CurrentRevision: hash, MaxUpdated: st.MaxUpdated}
 	if st.Type == v1alpha1.OnDeleteStrategyType {
-		t.Type = rollout.LevelOnDelete
+		t.Type = v1alpha1.OnDeleteStrategyType
 	}
 	if st.CurrentRevision != "" {
 		for _, set := range append([]rollout.SetRevision{revs.Update, revs.Current}, revs.History...) {
