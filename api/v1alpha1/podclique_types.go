@@ -56,46 +56,9 @@ type PodCliqueGang struct {
 	Gated bool `json:"gated,omitempty"`
 }
 
-// PodCliqueStatus is the observed state of a PodClique.
+// PodCliqueStatus is the observed state of a PodClique. Its units are pods.
 type PodCliqueStatus struct {
-	// ObservedGeneration is the spec generation this status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Replicas is the number of pods that exist and are not terminating, surge
-	// included.
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// ScheduledReplicas counts pods bound to a node.
-	// +optional
-	ScheduledReplicas int32 `json:"scheduledReplicas,omitempty"`
-	// ReadyReplicas counts ready pods.
-	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// AvailableReplicas counts pods ready for at least minReadySeconds.
-	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
-	// UpdatedReplicas counts pods made from the current template, among indices
-	// below replicas (surge pods are not counted).
-	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
-	// UpdatedReadyReplicas counts pods made from the current template that are
-	// ready; role steps are gated on it.
-	// +optional
-	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas,omitempty"`
-	// CurrentRevision is the template hash all pods had when the last update ended.
-	// +optional
-	CurrentRevision string `json:"currentRevision,omitempty"`
-	// UpdateRevision is the hash of spec.template.
-	// +optional
-	UpdateRevision string `json:"updateRevision,omitempty"`
-	// Selector selects this clique's pods, for the /scale subresource.
-	// +optional
-	Selector string `json:"selector,omitempty"`
-	// Conditions: Available, Progressing, GangScheduled.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	ChildStatus `json:",inline"`
 	// UpdateProgress describes the current or last update of the pods.
 	// +optional
 	UpdateProgress *PodCliqueUpdateProgress `json:"updateProgress,omitempty"`
@@ -103,13 +66,7 @@ type PodCliqueStatus struct {
 
 // PodCliqueUpdateProgress is the progress of a PodClique's pods towards its template.
 type PodCliqueUpdateProgress struct {
-	// UpdateStartedAt is when the current template was first seen.
-	// +optional
-	UpdateStartedAt *metav1.Time `json:"updateStartedAt,omitempty"`
-	// UpdateEndedAt is when every pod ran the current template (with OnDelete: when
-	// the template was taken over).
-	// +optional
-	UpdateEndedAt *metav1.Time `json:"updateEndedAt,omitempty"`
+	UpdateWindow `json:",inline"`
 	// PodsSelectedToUpdate are the pods being replaced now (bounded by
 	// maxUnavailable and maxSurge).
 	// +kubebuilder:validation:MaxItems=100

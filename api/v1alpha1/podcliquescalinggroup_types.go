@@ -62,48 +62,10 @@ type ScalingGroupGang struct {
 }
 
 // PodCliqueScalingGroupStatus is the observed state of a PodCliqueScalingGroup.
+// Its units are group replicas: a group replica counts as scheduled, ready or
+// available when every member clique has minAvailable pods that are.
 type PodCliqueScalingGroupStatus struct {
-	// ObservedGeneration is the spec generation this status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Replicas is the number of group replicas that exist, surge included.
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// ScheduledReplicas counts group replicas whose every clique has minAvailable
-	// pods bound to nodes.
-	// +optional
-	ScheduledReplicas int32 `json:"scheduledReplicas,omitempty"`
-	// ReadyReplicas counts group replicas whose every clique has minAvailable ready
-	// pods.
-	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// AvailableReplicas counts group replicas whose every clique has minAvailable
-	// available pods.
-	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
-	// UpdatedReplicas counts group replicas made from the current templates,
-	// among indices below replicas (surge replicas are not counted).
-	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
-	// UpdatedReadyReplicas counts updated group replicas that are ready; role steps
-	// are gated on it.
-	// +optional
-	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas,omitempty"`
-	// CurrentRevision is the template hash all group replicas had when the last
-	// update ended.
-	// +optional
-	CurrentRevision string `json:"currentRevision,omitempty"`
-	// UpdateRevision is the hash of spec.cliques.
-	// +optional
-	UpdateRevision string `json:"updateRevision,omitempty"`
-	// Selector selects this group's pods, for the /scale subresource.
-	// +optional
-	Selector string `json:"selector,omitempty"`
-	// Conditions: Available, Progressing, GangScheduled.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	ChildStatus `json:",inline"`
 	// UpdateProgress describes the current or last update of the group replicas.
 	// +optional
 	UpdateProgress *PodCliqueScalingGroupUpdateProgress `json:"updateProgress,omitempty"`
@@ -112,13 +74,7 @@ type PodCliqueScalingGroupStatus struct {
 // PodCliqueScalingGroupUpdateProgress is the progress of a group's replicas towards
 // its templates.
 type PodCliqueScalingGroupUpdateProgress struct {
-	// UpdateStartedAt is when the current templates were first seen.
-	// +optional
-	UpdateStartedAt *metav1.Time `json:"updateStartedAt,omitempty"`
-	// UpdateEndedAt is when every group replica ran the current templates (with
-	// OnDelete: when the templates were taken over).
-	// +optional
-	UpdateEndedAt *metav1.Time `json:"updateEndedAt,omitempty"`
+	UpdateWindow `json:",inline"`
 	// ReplicaIndicesSelectedToUpdate are the group replicas being replaced now.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic

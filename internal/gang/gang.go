@@ -9,7 +9,6 @@ package gang
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -39,9 +38,9 @@ type Backend interface {
 	// it, and if not, why, in words a user can act on.
 	GangStatus(ctx context.Context, key client.ObjectKey) (Status, error)
 
-	// JoinPod makes a pod that is about to be created a member of the gang. The
-	// membership of a pod cannot change once it exists.
-	JoinPod(pod *corev1.Pod, gangName string)
+	// PlacesGangs is false for a backend that makes no gang objects: pods then
+	// join nothing (their PodCliques name no gang) and are scheduled one by one.
+	PlacesGangs() bool
 }
 
 // Gang is one gang as its owner wants it.

@@ -93,3 +93,17 @@ func TestScaledGang_IsOneGroupReplicasCliques(t *testing.T) {
 		t.Errorf("ScaledGang labels %v, want %v", g.Labels, wantLabels)
 	}
 }
+
+func TestInBaseGang_SurgeReplicasAreAlwaysScaled(t *testing.T) {
+	for _, tc := range []struct {
+		index, minAvailable int32
+		want                bool
+	}{
+		{0, 3, true}, {2, 3, true}, {3, 3, false},
+		{0, 2, true}, {1, 2, true}, {2, 2, false}, {3, 2, false},
+	} {
+		if got := InBaseGang(tc.index, tc.minAvailable); got != tc.want {
+			t.Errorf("InBaseGang(%d, %d) = %t, want %t", tc.index, tc.minAvailable, got, tc.want)
+		}
+	}
+}

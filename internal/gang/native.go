@@ -39,10 +39,8 @@ func NewNative(o Options) *Native {
 // Name is "native".
 func (n *Native) Name() string { return NameNative }
 
-// JoinPod sets pod.spec.schedulingGroup.podGroupName.
-func (n *Native) JoinPod(pod *corev1.Pod, gangName string) {
-	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &gangName}
-}
+// PlacesGangs is true: pods join PodGroups through spec.schedulingGroup (JoinPod).
+func (n *Native) PlacesGangs() bool { return true }
 
 // SyncGangs makes owner's PodGroups match gangs.
 //

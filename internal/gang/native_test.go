@@ -74,7 +74,9 @@ func newMember(t *testing.T, b Backend, ns, name string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1alpha1.LabelPodCliqueSet: "llm"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "worker:v1"}}},
 	}
-	b.JoinPod(pod, "llm-0")
+	if b.PlacesGangs() {
+		JoinPod(pod, &v1alpha1.PodCliqueGang{PodGroupName: "llm-0"})
+	}
 	if err := env.Client.Create(t.Context(), pod); err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
 	}
@@ -369,7 +371,7 @@ func TestNativeGangStatus_FollowsTheSchedulersVerdict(t *testing.T) {
 	}
 }
 
-func TestJoinPod_TheAPIServerKeepsTheMembership(t *testing.T) {
+func TestJoinPod_TheAPIServerKeepsTheMembershipOfBackendsThatPlaceGangs(t *testing.T) {
 	ns := newNamespace(t)
 	for _, b := range []Backend{native(), None{}} {
 		pod := newMember(t, b, ns, "pod-"+b.Name())

@@ -3,7 +3,6 @@ package gang
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,5 +29,5 @@ func (None) GangStatus(context.Context, client.ObjectKey) (Status, error) {
 	}, nil
 }
 
-// JoinPod leaves the pod alone.
-func (None) JoinPod(*corev1.Pod, string) {}
+// PlacesGangs is false.
+func (None) PlacesGangs() bool { return false }

@@ -103,3 +103,14 @@ func encode(b []byte) string {
 	}
 	return string(out)
 }
+
+// GroupHashOf is the hash of a scaling group's member cliques as its spec holds
+// them: the same hash GroupHash gives the group in the PodCliqueSet revision.
+func GroupHashOf(cliques []v1alpha1.PodCliqueTemplateSpec) (string, error) {
+	t := &v1alpha1.PodCliqueSetTemplateSpec{Cliques: cliques}
+	cfg := &v1alpha1.PodCliqueScalingGroupConfig{}
+	for _, c := range cliques {
+		cfg.CliqueNames = append(cfg.CliqueNames, c.Name)
+	}
+	return GroupHash(t, cfg)
+}

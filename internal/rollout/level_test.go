@@ -192,7 +192,7 @@ func TestRollingUpdate_PodCliqueSurgeSequenceFromSeed(t *testing.T) {
 }
 
 // Seed 000, both scaling-group examples (minAvailable 3 and 2): the replica
-// sequence is the same; only the gang of each replica differs (see TestGroupReplicaGang).
+// sequence is the same; only the gang of each replica differs (see gang.TestInBaseGang_SurgeReplicasAreAlwaysScaled).
 func TestRollingUpdate_ScalingGroupSurgeSequenceFromSeed(t *testing.T) {
 	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
 		UpdateRevision: "new", CurrentRevision: "old", UpdateOrder: LowestIndexFirst, ScaleIn: HighestIndexFirst}
@@ -208,20 +208,6 @@ func TestRollingUpdate_ScalingGroupSurgeSequenceFromSeed(t *testing.T) {
 		"delete 2 update", "create 2 new",
 		"delete 3 surge-cleanup",
 	})
-}
-
-func TestGroupReplicaGang_SurgeReplicasAreAlwaysScaled(t *testing.T) {
-	for _, tc := range []struct {
-		index, minAvailable int32
-		want                Gang
-	}{
-		{0, 3, BaseGang}, {2, 3, BaseGang}, {3, 3, ScaledGang},
-		{0, 2, BaseGang}, {1, 2, BaseGang}, {2, 2, ScaledGang}, {3, 2, ScaledGang},
-	} {
-		if got := GroupReplicaGang(tc.index, tc.minAvailable); got != tc.want {
-			t.Errorf("GroupReplicaGang(%d, %d) = %s, want %s", tc.index, tc.minAvailable, got, tc.want)
-		}
-	}
 }
 
 // Seed 000's default: maxUnavailable=1, maxSurge=0 updates one pod at a time,

@@ -76,8 +76,13 @@ func (r Revisions) find(name string) (SetRevision, bool) {
 	return r.first(func(s *SetRevision) bool { return s.Name == name })
 }
 
-// setHolding returns the newest set revision in which role has template revision rev.
-func (r Revisions) setHolding(role, rev string) (SetRevision, bool) {
+// Holding returns the set revision in which role has template revision rev:
+// Current, Update, then History from the newest. Every set revision that holds
+// it has the same template for the role; Current and Update are never trimmed.
+func (r Revisions) Holding(role, rev string) (SetRevision, bool) {
+	if got, ok := r.Current.Role(role); ok && got == rev {
+		return r.Current, true
+	}
 	return r.first(func(s *SetRevision) bool {
 		got, ok := s.Role(role)
 		return ok && got == rev
@@ -93,7 +98,10 @@ type CliqueObservation struct {
 	// SpecReplicas is the child's spec.replicas, which its /scale subresource
 	// (an HPA) may have moved away from the template's; 0 means the template's.
 	SpecReplicas int32
-	Pods         []Unit
+	// TemplateReplicas is the template replicas the PodCliqueSet last wrote into
+	// the child (see ChildReplicas).
+	TemplateReplicas int32
+	Pods             []Unit
 	// MinAvailable is the clique's own minimum when it is a member of a group
 	// replica made from an older shape; 0 means the spec's. A group replica is
 	// judged by the shape it was made with, not the one it is moving to.
@@ -116,9 +124,9 @@ type GroupReplicaObservation struct {
 type GroupObservation struct {
 	Name   string
 	Target *Target
-	// SpecReplicas is the group's spec.replicas (see CliqueObservation).
-	SpecReplicas int32
-	Replicas     []GroupReplicaObservation
+	// SpecReplicas and TemplateReplicas: see CliqueObservation.
+	SpecReplicas, TemplateReplicas int32
+	Replicas                       []GroupReplicaObservation
 }
 
 // ReplicaObservation is one observed PodCliqueSet replica.
@@ -198,25 +206,11 @@ type ReplicaPlan struct {
 
 // Condition is a status condition without its timestamps.
 type Condition struct {
-	Type, Status, Reason, Message string
+	Type    v1alpha1.ConditionType
+	Status  string
+	Reason  v1alpha1.ConditionReason
+	Message string
 }
-
-// Condition types and reasons.
-const (
-	ConditionAvailable   = "Available"
-	ConditionProgressing = "Progressing"
-
-	ReasonRolloutComplete            = "RolloutComplete"
-	ReasonPartitionReached           = "PartitionReached"
-	ReasonRollingUpdateInProgress    = "RollingUpdateInProgress"
-	ReasonScaling                    = "Scaling"
-	ReasonRoleStepWaiting            = "RoleStepWaiting"
-	ReasonWaitingForDeletion         = "WaitingForDeletion"
-	ReasonPaused                     = "Paused"
-	ReasonProgressDeadlineExceeded   = "ProgressDeadlineExceeded"
-	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
-	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
-)
 
 // SetStatus is the PodCliqueSet status the plan implies.
 type SetStatus struct {

@@ -79,13 +79,18 @@ func (p *setPlanner) plan() (SetPlan, error) {
 	slices.SortFunc(p.views, func(a, b *replicaView) int { return cmp.Compare(a.index, b.index) })
 
 	updating := p.updatingReplicas(level)
+	plan.Status = p.status(updating)
+	if plan.Status.CurrentRevision == p.in.Revisions.Update.Name {
+		// The rollout is complete as of this plan: the children are told so now,
+		// not on a later pass, so their targets agree with the status written.
+		p.in.Revisions.Current = p.in.Revisions.Update
+	}
 	for _, v := range p.views {
 		if v.obs != nil && v.obs.Terminating {
 			continue
 		}
 		plan.Replicas = append(plan.Replicas, p.replicaPlan(v, updating))
 	}
-	plan.Status = p.status(updating)
 	return plan, nil
 }
 

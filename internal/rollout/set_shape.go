@@ -27,11 +27,12 @@ func PlanSet(in SetInput) (SetPlan, error) {
 
 // roleShape is one role of the spec, normalized.
 type roleShape struct {
-	name                     string
-	group                    bool
-	replicas, minAvailable   int32
-	maxUnavailable, maxSurge intstr.IntOrString
-	members                  []roleShape // cliques of a group
+	name                   string
+	group                  bool
+	replicas, minAvailable int32
+	// limits are the role's own maxUnavailable/maxSurge (nil: the defaults).
+	limits  *v1alpha1.ComponentUpdateStrategy
+	members []roleShape // cliques of a group
 }
 
 type setShape struct {
@@ -70,7 +71,7 @@ func newSetShape(spec *v1alpha1.PodCliqueSetSpec) (*setShape, error) {
 	for i := range tpl.PodCliqueScalingGroups {
 		g := &tpl.PodCliqueScalingGroups[i]
 		r := roleShape{name: g.Name, group: true, replicas: g.Replicas, minAvailable: g.EffectiveMinAvailable()}
-		r.maxUnavailable, r.maxSurge = componentLimits(g.UpdateStrategy)
+		r.limits = g.UpdateStrategy
 		for _, n := range g.CliqueNames {
 			c := tpl.Clique(n)
 			if c == nil {
@@ -94,19 +95,8 @@ func newSetShape(spec *v1alpha1.PodCliqueSetSpec) (*setShape, error) {
 
 func cliqueShape(c *v1alpha1.PodCliqueTemplateSpec) roleShape {
 	r := roleShape{name: c.Name, replicas: c.Replicas, minAvailable: c.EffectiveMinAvailable()}
-	r.maxUnavailable, r.maxSurge = componentLimits(c.UpdateStrategy)
+	r.limits = c.UpdateStrategy
 	return r
-}
-
-func componentLimits(s *v1alpha1.ComponentUpdateStrategy) (intstr.IntOrString, intstr.IntOrString) {
-	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if s != nil && s.MaxUnavailable != nil {
-		unavailable = *s.MaxUnavailable
-	}
-	if s != nil && s.MaxSurge != nil {
-		surge = *s.MaxSurge
-	}
-	return unavailable, surge
 }
 
 func (s *setShape) role(name string) *roleShape {
@@ -120,14 +110,8 @@ func (s *setShape) role(name string) *roleShape {
 
 // setLimits are the PCS-level maxUnavailable/maxSurge (ReplicaRecreate only).
 func (s *setShape) setLimits() (intstr.IntOrString, intstr.IntOrString) {
-	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if ru := s.spec.UpdateStrategy.RollingUpdate; ru != nil && s.strategy == v1alpha1.ReplicaRecreateStrategyType {
-		if ru.MaxUnavailable != nil {
-			unavailable = *ru.MaxUnavailable
-		}
-		if ru.MaxSurge != nil {
-			surge = *ru.MaxSurge
-		}
+	if s.strategy != v1alpha1.ReplicaRecreateStrategyType {
+		return (*v1alpha1.PodCliqueSetRollingUpdate)(nil).Limits()
 	}
-	return unavailable, surge
+	return s.spec.UpdateStrategy.RollingUpdate.Limits()
 }

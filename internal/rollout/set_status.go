@@ -105,32 +105,32 @@ func (p *setPlanner) availableCondition(s SetStatus) Condition {
 	floor = max(floor, min(p.shape.replicas, 1))
 	msg := fmt.Sprintf("%d of %d replicas available, at least %d required", s.AvailableReplicas, p.shape.replicas, max(floor, 0))
 	if s.AvailableReplicas >= floor {
-		return Condition{Type: ConditionAvailable, Status: "True", Reason: ReasonMinimumReplicasAvailable, Message: msg}
+		return Condition{Type: v1alpha1.ConditionAvailable, Status: "True", Reason: v1alpha1.ReasonMinimumReplicasAvailable, Message: msg}
 	}
-	return Condition{Type: ConditionAvailable, Status: "False", Reason: ReasonMinimumReplicasUnavailable, Message: msg}
+	return Condition{Type: v1alpha1.ConditionAvailable, Status: "False", Reason: v1alpha1.ReasonMinimumReplicasUnavailable, Message: msg}
 }
 
 func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition {
-	c := Condition{Type: ConditionProgressing, Status: "True"}
+	c := Condition{Type: v1alpha1.ConditionProgressing, Status: "True"}
 	switch {
 	case s.Complete && p.shape.partition > 0 && p.rolloutActive():
-		c.Reason, c.Message = ReasonPartitionReached, fmt.Sprintf("replicas from index %d run revision %s", p.shape.partition, s.UpdateRevision)
+		c.Reason, c.Message = v1alpha1.ReasonPartitionReached, fmt.Sprintf("replicas from index %d run revision %s", p.shape.partition, s.UpdateRevision)
 	case s.Complete:
-		c.Reason, c.Message = ReasonRolloutComplete, fmt.Sprintf("every replica runs revision %s", s.UpdateRevision)
+		c.Reason, c.Message = v1alpha1.ReasonRolloutComplete, fmt.Sprintf("every replica runs revision %s", s.UpdateRevision)
 	case p.paused():
-		c.Status, c.Reason, c.Message = "Unknown", ReasonPaused, "the rollout is paused"
+		c.Status, c.Reason, c.Message = "Unknown", v1alpha1.ReasonPaused, "the rollout is paused"
 	case s.DeadlineExceeded:
-		c.Status, c.Reason, c.Message = "False", ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
+		c.Status, c.Reason, c.Message = "False", v1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
 	case !p.rolloutActive():
 		// No revision change under way: replicas are being created or scaled.
-		c.Reason, c.Message = ReasonScaling, fmt.Sprintf("%d of %d replicas available on revision %s", s.AvailableReplicas, p.shape.replicas, s.UpdateRevision)
+		c.Reason, c.Message = v1alpha1.ReasonScaling, fmt.Sprintf("%d of %d replicas available on revision %s", s.AvailableReplicas, p.shape.replicas, s.UpdateRevision)
 	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
-		c.Reason, c.Message = ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
+		c.Reason, c.Message = v1alpha1.ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
 	case u.steps != nil && u.steps.current < len(u.steps.steps) && u.steps.issued:
 		st := u.steps.status()
-		c.Reason, c.Message = ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index+1)
+		c.Reason, c.Message = v1alpha1.ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index+1)
 	default:
-		c.Reason, c.Message = ReasonRollingUpdateInProgress, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, p.shape.replicas)
+		c.Reason, c.Message = v1alpha1.ReasonRollingUpdateInProgress, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, p.shape.replicas)
 	}
 	return c
 }

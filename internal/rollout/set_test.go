@@ -84,7 +84,7 @@ func updatingIndices(p SetPlan) []int32 {
 	return out
 }
 
-func condition(p SetPlan, typ string) Condition {
+func condition(p SetPlan, typ v1alpha1.ConditionType) Condition {
 	for _, c := range p.Status.Conditions {
 		if c.Type == typ {
 			return c
@@ -178,7 +178,7 @@ func TestRollingUpdate_TargetsLetOnlyTheSelectedReplicaMove(t *testing.T) {
 			t.Errorf("replica %d %s: %s, want %s", tc.replica, tc.role, got, tc.want)
 		}
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonRollingUpdateInProgress {
 		t.Fatalf("progressing %+v", c)
 	}
 }
@@ -200,14 +200,14 @@ func TestRoleSteps_CapsFollowTheCurrentStep(t *testing.T) {
 		decodeNew  int // decode group replicas at v2 and ready
 		prefillNew int // prefill pods at v2 and ready
 		step       int32
-		reason     string
+		reason     v1alpha1.ConditionReason
 		want       caps
 	}{
-		{"start: one decode replica", 0, 0, 0, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 0", "decode@v2 cap 1"}},
-		{"decode canary ready: one prefill pod", 1, 0, 1, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 1", "decode@v2 cap 1"}},
-		{"prefill canary ready: all prefill", 1, 1, 2, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 1"}},
-		{"prefill done: all decode", 1, 3, 3, ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 2"}},
-		{"all steps done: roles named in no step go", 2, 3, 4, ReasonRollingUpdateInProgress, caps{"frontend@v2 uncapped", "prefill@v2 uncapped", "decode@v2 uncapped"}},
+		{"start: one decode replica", 0, 0, 0, v1alpha1.ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 0", "decode@v2 cap 1"}},
+		{"decode canary ready: one prefill pod", 1, 0, 1, v1alpha1.ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 1", "decode@v2 cap 1"}},
+		{"prefill canary ready: all prefill", 1, 1, 2, v1alpha1.ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 1"}},
+		{"prefill done: all decode", 1, 3, 3, v1alpha1.ReasonRollingUpdateInProgress, caps{"frontend@v2 cap 0", "prefill@v2 cap 3", "decode@v2 cap 2"}},
+		{"all steps done: roles named in no step go", 2, 3, 4, v1alpha1.ReasonRollingUpdateInProgress, caps{"frontend@v2 uncapped", "prefill@v2 uncapped", "decode@v2 uncapped"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := steadyReplicas(spec, "v1")
@@ -238,8 +238,8 @@ func TestRoleSteps_WaitingForReadinessIsReported(t *testing.T) {
 	obs[0].Cliques[1].Pods[0].Revision = "prefill@v2"
 	obs[0].Cliques[1].Pods[0].Ready, obs[0].Cliques[1].Pods[0].Available = false, false
 	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs})
-	c := condition(plan, ConditionProgressing)
-	if c.Reason != ReasonRoleStepWaiting || !strings.Contains(c.Message, "role prefill") {
+	c := condition(plan, v1alpha1.ConditionProgressing)
+	if c.Reason != v1alpha1.ReasonRoleStepWaiting || !strings.Contains(c.Message, "role prefill") {
 		t.Fatalf("progressing %+v, want RoleStepWaiting on prefill", c)
 	}
 }
@@ -272,7 +272,7 @@ func TestPartition_EqualToReplicasUpdatesNothing(t *testing.T) {
 			t.Fatalf("replica %d prefill %s, want cap 0", r, got)
 		}
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonPartitionReached {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonPartitionReached {
 		t.Fatalf("progressing %+v, want PartitionReached", c)
 	}
 	if plan.Status.CurrentRevision != "v1" {
@@ -292,7 +292,7 @@ func TestPaused_FreezesUpdatedCountsAndReportsPaused(t *testing.T) {
 	if got := capString(targetOf(plan, 0, "frontend")); got != "frontend@v1 cap 3" {
 		t.Fatalf("frontend %s, want held at v1", got)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonPaused || c.Status != "Unknown" {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonPaused || c.Status != "Unknown" {
 		t.Fatalf("progressing %+v, want Unknown/Paused", c)
 	}
 	if len(updatingIndices(plan)) != 0 {
@@ -327,7 +327,7 @@ func TestOnDelete_TargetsMoveAndTheOperatorsPartEndsAtOnce(t *testing.T) {
 	if p.UpdateStartedAt.IsZero() || !p.UpdateEndedAt.Equal(p.UpdateStartedAt) {
 		t.Fatalf("OnDelete progress %+v: want ended == started", p)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonWaitingForDeletion {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonWaitingForDeletion {
 		t.Fatalf("progressing %+v", c)
 	}
 }
@@ -344,10 +344,10 @@ func TestPlanSet_CompleteRolloutMovesCurrentRevision(t *testing.T) {
 	if !s.Progress.UpdateStartedAt.Equal(started) || !s.Progress.UpdateEndedAt.Equal(epoch) {
 		t.Fatalf("progress %+v", s.Progress)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRolloutComplete {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonRolloutComplete {
 		t.Fatalf("progressing %+v", c)
 	}
-	if c := condition(plan, ConditionAvailable); c.Status != "True" || c.Reason != ReasonMinimumReplicasAvailable {
+	if c := condition(plan, v1alpha1.ConditionAvailable); c.Status != "True" || c.Reason != v1alpha1.ReasonMinimumReplicasAvailable {
 		t.Fatalf("available %+v", c)
 	}
 }
@@ -371,13 +371,13 @@ func TestPlanSet_AvailableConditionFollowsMinAvailable(t *testing.T) {
 		obs[r].Cliques[0].Pods[0].Available = false // frontend minAvailable defaults to 3
 	}
 	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v1")}, Replicas: obs})
-	if c := condition(plan, ConditionAvailable); c.Status != "False" || c.Reason != ReasonMinimumReplicasUnavailable {
+	if c := condition(plan, v1alpha1.ConditionAvailable); c.Status != "False" || c.Reason != v1alpha1.ReasonMinimumReplicasUnavailable {
 		t.Fatalf("available %+v", c)
 	}
 	// One replica with maxUnavailable 1 (the default): nothing available is not Available.
 	one := threeRoles(1, nil)
 	plan = planSet(t, SetInput{Spec: one, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v1")}})
-	if c := condition(plan, ConditionAvailable); c.Status != "False" {
+	if c := condition(plan, v1alpha1.ConditionAvailable); c.Status != "False" {
 		t.Fatalf("a PodCliqueSet of one replica with nothing running: available %+v", c)
 	}
 }
@@ -391,7 +391,7 @@ func TestPlanSet_ProgressDeadlineExceededAfterNoChange(t *testing.T) {
 	first := planSet(t, in)
 	in.Previous, in.Now = first.Status.Progress, epoch.Add(61*time.Second)
 	second := planSet(t, in)
-	if c := condition(second, ConditionProgressing); c.Status != "False" || c.Reason != ReasonProgressDeadlineExceeded {
+	if c := condition(second, v1alpha1.ConditionProgressing); c.Status != "False" || c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
 		t.Fatalf("progressing %+v, want ProgressDeadlineExceeded", c)
 	}
 }
@@ -433,15 +433,6 @@ func TestPlanSet_RejectsAStepForAnUnknownRole(t *testing.T) {
 	}
 }
 
-func TestPolicyFromChildSpec_RoundTripsATarget(t *testing.T) {
-	tg := Target{Type: v1alpha1.OnDeleteStrategyType, UpdateRevision: "b", CurrentRevision: "a", MaxUpdated: ptr.To[int32](2)}
-	st := tg.ChildUpdateStrategy(intstr.FromInt32(0), intstr.FromString("25%"))
-	p := PolicyFromChildSpec(st, 4, "b", "a", KindGroup)
-	if p.Type != v1alpha1.OnDeleteStrategyType || *p.MaxUpdated != 2 || p.MaxSurge.String() != "25%" || p.UpdateOrder != LowestIndexFirst || p.ScaleIn != HighestIndexFirst {
-		t.Fatalf("policy %+v", p)
-	}
-}
-
 // Creating a PodCliqueSet, or scaling it, is not a rollout: Progressing says so.
 func TestPlanSet_CreationAndScalingAreNotReportedAsARollout(t *testing.T) {
 	spec := threeRoles(2, nil)
@@ -450,15 +441,15 @@ func TestPlanSet_CreationAndScalingAreNotReportedAsARollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonScaling {
-		t.Fatalf("Progressing reason on creation = %s, want %s", c.Reason, ReasonScaling)
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonScaling {
+		t.Fatalf("Progressing reason on creation = %s, want %s", c.Reason, v1alpha1.ReasonScaling)
 	}
 	plan, err = PlanSet(SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: setRevision("v2")}, Now: epoch})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
-		t.Fatalf("Progressing reason in a rollout = %s, want %s", c.Reason, ReasonRollingUpdateInProgress)
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonRollingUpdateInProgress {
+		t.Fatalf("Progressing reason in a rollout = %s, want %s", c.Reason, v1alpha1.ReasonRollingUpdateInProgress)
 	}
 }
 
@@ -475,7 +466,7 @@ func TestPlanSet_AChildScaledThroughScaleIsJudgedByItsOwnReplicas(t *testing.T) 
 	if got := updatingIndices(plan); len(got) != 0 || len(plan.Status.Progress.UpdatingReplicas) != 0 {
 		t.Fatalf("a replica scaling out is reported updating: %v", got)
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason == ReasonRollingUpdateInProgress {
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason == v1alpha1.ReasonRollingUpdateInProgress {
 		t.Fatalf("Progressing %+v while only scaling", c)
 	}
 	plan = planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: setRevision("v2")}, Replicas: steadyReplicas(spec, "v2")})
@@ -510,8 +501,8 @@ func TestRollingUpdate_BackToTheCurrentRevisionMidRolloutRollsTheUpdatedUnitsBac
 	if plan.Status.Complete {
 		t.Fatal("complete while replica 0 runs the abandoned revision")
 	}
-	if c := condition(plan, ConditionProgressing); c.Reason != ReasonRollingUpdateInProgress {
-		t.Fatalf("Progressing %+v, want %s", c, ReasonRollingUpdateInProgress)
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonRollingUpdateInProgress {
+		t.Fatalf("Progressing %+v, want %s", c, v1alpha1.ReasonRollingUpdateInProgress)
 	}
 }
 

@@ -3,8 +3,6 @@ package rollout
 import (
 	"fmt"
 
-	"k8s.io/utils/ptr"
-
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -31,8 +29,11 @@ type ChildPlan struct {
 	// Group and GroupReplica locate a KindMember clique.
 	Group        string
 	GroupReplica int32
-	Policy       Policy
-	Level        LevelPlan
+	// Spec is what the PodCliqueSet writes into the child's spec (nil for
+	// KindMember, which its scaling group writes); Policy is decoded from it.
+	Spec   *ChildSpec
+	Policy Policy
+	Level  LevelPlan
 }
 
 // TreePlan is PlanSet plus the plan of every child level.
@@ -65,12 +66,13 @@ func PlanTree(in SetInput) (TreePlan, error) {
 				}
 			}
 			r := shape.role(ct.Role)
-			pol := ChildPolicy(*ct.Target, r.replicas, r.maxUnavailable, r.maxSurge, KindClique)
+			spec := EncodeTarget(*ct.Target, in.Revisions, ct.Role, r.limits, ChildReplicas(observedClique(obs, ct.Role), r.replicas))
+			pol := decodePolicy(spec, KindClique, ct.Target.UpdateRevision, ct.Role, in.Revisions)
 			lvl, err := PlanLevel(pol, pods)
 			if err != nil {
 				return TreePlan{}, fmt.Errorf("planning clique %s of replica %d: %w", ct.Role, rp.Index, err)
 			}
-			tree.Children = append(tree.Children, ChildPlan{Kind: KindClique, Replica: rp.Index, Role: ct.Role, GroupReplica: -1, Policy: pol, Level: lvl})
+			tree.Children = append(tree.Children, ChildPlan{Kind: KindClique, Replica: rp.Index, Role: ct.Role, GroupReplica: -1, Spec: &spec, Policy: pol, Level: lvl})
 		}
 		for _, ct := range rp.Groups {
 			if ct.Target == nil {
@@ -96,12 +98,17 @@ func planGroup(revs Revisions, r *roleShape, replica int32, t Target, g *GroupOb
 	if g != nil {
 		reps = g.Replicas
 	}
-	pol := ChildPolicy(t, r.replicas, r.maxUnavailable, r.maxSurge, KindGroup)
+	var observed *ChildReplicasObservation
+	if g != nil {
+		observed = &ChildReplicasObservation{Spec: g.SpecReplicas, Template: g.TemplateReplicas}
+	}
+	spec := EncodeTarget(t, revs, r.name, r.limits, ChildReplicas(observed, r.replicas))
+	pol := decodePolicy(spec, KindGroup, t.UpdateRevision, r.name, revs)
 	lvl, err := PlanLevel(pol, GroupUnits(r.memberMinimums(), reps))
 	if err != nil {
 		return nil, fmt.Errorf("planning scaling group %s of replica %d: %w", r.name, replica, err)
 	}
-	out := []ChildPlan{{Kind: KindGroup, Replica: replica, Role: r.name, GroupReplica: -1, Policy: pol, Level: lvl}}
+	out := []ChildPlan{{Kind: KindGroup, Replica: replica, Role: r.name, GroupReplica: -1, Spec: &spec, Policy: pol, Level: lvl}}
 	member := func(index int32, groupRev string, cliques []CliqueObservation) error {
 		for _, m := range r.members {
 			var pods []Unit
@@ -133,6 +140,18 @@ func planGroup(revs Revisions, r *roleShape, replica int32, t Target, g *GroupOb
 	return out, nil
 }
 
+// observedClique is what a standalone clique's spec.replicas holds now, or nil.
+func observedClique(obs *ReplicaObservation, role string) *ChildReplicasObservation {
+	if obs == nil {
+		return nil
+	}
+	c := findClique(obs.Cliques, role)
+	if c == nil {
+		return nil
+	}
+	return &ChildReplicasObservation{Spec: c.SpecReplicas, Template: c.TemplateReplicas}
+}
+
 func findReplica(rs []ReplicaObservation, index int32) *ReplicaObservation {
 	for i := range rs {
 		if rs[i].Index == index && !rs[i].Terminating {
@@ -159,7 +178,7 @@ func ChildPolicy(t Target, replicas int32, maxUnavailable, maxSurge intstr.IntOr
 // from; a group replica is updated by replacing it whole, never pod by pod.
 func MemberPolicy(revs Revisions, group, groupRevision, clique string, replicas int32) Policy {
 	rev := groupRevision
-	if set, ok := revs.setHolding(group, groupRevision); ok {
+	if set, ok := revs.Holding(group, groupRevision); ok {
 		if r, ok := set.Role(clique); ok {
 			rev = r
 		}
@@ -167,32 +186,9 @@ func MemberPolicy(revs Revisions, group, groupRevision, clique string, replicas 
 	return Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: replicas, UpdateRevision: rev, CurrentRevision: rev}
 }
 
-// PolicyFromChildSpec builds the policy a PodClique or PodCliqueScalingGroup
-// controller plans with, from what its PodCliqueSet wrote into its spec.
-func PolicyFromChildSpec(st v1alpha1.ChildUpdateStrategy, replicas int32, updateRevision, currentRevision string, kind ChildKind) Policy {
-	t := Target{Type: v1alpha1.RollingUpdateStrategyType, UpdateRevision: updateRevision, CurrentRevision: currentRevision, MaxUpdated: st.MaxUpdated}
-	if st.Type == v1alpha1.OnDeleteStrategyType {
-		t.Type = v1alpha1.OnDeleteStrategyType
-	}
-	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if st.MaxUnavailable != nil {
-		unavailable = *st.MaxUnavailable
-	}
-	if st.MaxSurge != nil {
-		surge = *st.MaxSurge
-	}
-	return ChildPolicy(t, replicas, unavailable, surge, kind)
-}
-
-// ChildUpdateStrategy is the child spec's updateStrategy for target t with the
-// role's own limits.
-func (t Target) ChildUpdateStrategy(maxUnavailable, maxSurge intstr.IntOrString) v1alpha1.ChildUpdateStrategy {
-	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType, MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}
-	if t.Type == v1alpha1.OnDeleteStrategyType {
-		st.Type = v1alpha1.OnDeleteStrategyType
-	}
-	if t.MaxUpdated != nil {
-		st.MaxUpdated = ptr.To(*t.MaxUpdated)
-	}
-	return st
+// decodePolicy is the policy a child's controller derives from spec: its
+// template hashes to updateRevision, and its held-back units come from the set
+// revision the spec names.
+func decodePolicy(spec ChildSpec, kind ChildKind, updateRevision, role string, revs Revisions) Policy {
+	return spec.Policy(kind, updateRevision, DecodeTarget(spec, updateRevision, role, revs).CurrentRevision)
 }

@@ -50,7 +50,7 @@ func (s *sim) writeTargets(rp rollout.ReplicaPlan) {
 			c = &clique{name: ct.Role}
 			r.cliques = append(r.cliques, c)
 		}
-		c.target = ct.Target
+		c.target = ct.Target.Written(s.revs, ct.Role)
 	}
 	for _, ct := range rp.Groups {
 		if ct.Target == nil {
@@ -61,7 +61,7 @@ func (s *sim) writeTargets(rp rollout.ReplicaPlan) {
 			g = &group{name: ct.Role}
 			r.groups = append(r.groups, g)
 		}
-		g.target = ct.Target
+		g.target = ct.Target.Written(s.revs, ct.Role)
 	}
 }
 

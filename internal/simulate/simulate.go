@@ -49,6 +49,9 @@ type Scenario struct {
 	// simulated time (default 48h). Hitting either ends the run as Stuck.
 	MaxSteps int
 	MaxTime  time.Duration
+	// OnPlan, when set, sees every plan and the input it was made from (tests
+	// compare it with what the operator would write).
+	OnPlan func(in rollout.SetInput, tree rollout.TreePlan)
 }
 
 // Fault makes the After-th unit created for Role never become ready (1-based,
@@ -294,6 +297,9 @@ func (s *sim) run() {
 			s.outcome = Outcome{Kind: Violation, Reason: "planner error: " + err.Error()}
 			return
 		}
+		if s.sc.OnPlan != nil {
+			s.sc.OnPlan(in, tree)
+		}
 		if v := s.check.plan(s, in, tree); v != "" {
 			s.outcome = Outcome{Kind: Violation, Reason: v}
 			return
@@ -339,8 +345,8 @@ func (s *sim) settled(tree rollout.TreePlan) bool {
 
 func stuckReason(tree rollout.TreePlan) string {
 	for _, c := range tree.Set.Status.Conditions {
-		if c.Type == rollout.ConditionProgressing {
-			return c.Reason + ": " + c.Message
+		if c.Type == v1alpha1.ConditionProgressing {
+			return string(c.Reason) + ": " + c.Message
 		}
 	}
 	return "no progress possible"

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/rollout"
 	"github.com/lockstep-dev/lockstep/test/e2e/monitor"
 )
 
@@ -67,7 +66,7 @@ func TestPartition_HoldsLowerReplicasUntilLowered(t *testing.T) {
 		}
 		held = o
 		d := o.layout.diff(split)
-		return d == "" && progressingIs(o.pcs, rollout.ReasonPartitionReached), o.describe() + "differences: " + d, nil
+		return d == "" && progressingIs(o.pcs, v1alpha1.ReasonPartitionReached), o.describe() + "differences: " + d, nil
 	})
 	st := &held.pcs.Status
 	if st.UpdatedReplicas != 2 || st.CurrentRevision != v1Revision || st.UpdateRevision == v1Revision {
@@ -93,7 +92,7 @@ func TestPartition_HoldsLowerReplicasUntilLowered(t *testing.T) {
 		back = o
 		p := podNamed(o, victim)
 		return p != nil && p.UID != before.UID && p.DeletionTimestamp == nil && isReady(p) &&
-			o.layout.diff(split) == "" && progressingIs(o.pcs, rollout.ReasonPartitionReached), o.describe(), nil
+			o.layout.diff(split) == "" && progressingIs(o.pcs, v1alpha1.ReasonPartitionReached), o.describe(), nil
 	})
 	p := podNamed(back, victim)
 	if h, rev := p.Labels[v1alpha1.LabelTemplateHash], p.Labels[v1alpha1.LabelPodCliqueSetRevision]; h != v1Hashes["frontend"] || rev != v1Revision || imageTag(p) != "v1" {
@@ -141,7 +140,7 @@ func TestPause_HoldsRevisionsWhileScalingWorks(t *testing.T) {
 		return o.pcs.Status.ObservedGeneration == updated.Generation && up != nil && len(up.UpdatingReplicas) > 0, o.describe(), nil
 	})
 	s.update(func(spec *v1alpha1.PodCliqueSetSpec) { spec.Paused = true })
-	held := s.awaitProgressing("the operator to report the rollout paused", time.Minute, rollout.ReasonPaused)
+	held := s.awaitProgressing("the operator to report the rollout paused", time.Minute, v1alpha1.ReasonPaused)
 	pausedAt := time.Now()
 	v2Revision := held.pcs.Status.UpdateRevision
 	t.Logf("paused %s into the rollout with the pods at\n%s", sinceStart(pausedAt, start), held.layout)
@@ -176,7 +175,7 @@ func TestPause_HoldsRevisionsWhileScalingWorks(t *testing.T) {
 		for r := range replicas {
 			all = all && ready[fmt.Sprint(r)] == 3
 		}
-		return all && progressingIs(o.pcs, rollout.ReasonPaused), o.describe(), nil
+		return all && progressingIs(o.pcs, v1alpha1.ReasonPaused), o.describe(), nil
 	})
 	// And nothing left to do: whatever the pause would let through has had
 	// its chance by now.
@@ -255,7 +254,7 @@ func TestProgressDeadline_StuckSurgeThenUnblocked(t *testing.T) {
 	start := time.Now()
 	s.update(setImageTag("v2"))
 	surge := s.podName(0, "engine", 2)
-	stalled := s.awaitProgressing("the progress deadline to pass", 2*time.Minute, rollout.ReasonProgressDeadlineExceeded)
+	stalled := s.awaitProgressing("the progress deadline to pass", 2*time.Minute, v1alpha1.ReasonProgressDeadlineExceeded)
 	exceededAt := time.Now()
 	c := progressingOf(stalled.pcs)
 	t.Logf("Progressing after %s: %s %s: %s", sinceStart(exceededAt, start), c.Status, c.Reason, c.Message)

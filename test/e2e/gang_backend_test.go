@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 )
 
@@ -60,7 +61,9 @@ func TestGangBackend_NativeSaysWhyAGangWaitsAndWhenItIsPlaced(t *testing.T) {
 	}
 	for i := range size {
 		pod := newPod(ns, fmt.Sprintf("trainer-%d", i), gpusPerPod)
-		backend.JoinPod(pod, key.Name)
+		if backend.PlacesGangs() {
+			gang.JoinPod(pod, &v1alpha1.PodCliqueGang{PodGroupName: key.Name})
+		}
 		if err := c.Client.Create(ctx, pod); err != nil {
 			t.Fatalf("create pod: %v", err)
 		}

@@ -33,14 +33,14 @@ import (
 
 // progressingOf is the Progressing condition of a PodCliqueSet, or nil.
 func progressingOf(pcs *v1alpha1.PodCliqueSet) *metav1.Condition {
-	return apimeta.FindStatusCondition(pcs.Status.Conditions, rollout.ConditionProgressing)
+	return apimeta.FindStatusCondition(pcs.Status.Conditions, string(v1alpha1.ConditionProgressing))
 }
 
 // progressingIs reports whether the status describes the current generation and
 // its Progressing condition has the given reason.
-func progressingIs(pcs *v1alpha1.PodCliqueSet, reason string) bool {
+func progressingIs(pcs *v1alpha1.PodCliqueSet, reason v1alpha1.ConditionReason) bool {
 	c := progressingOf(pcs)
-	return pcs.Status.ObservedGeneration == pcs.Generation && c != nil && c.Reason == reason && c.ObservedGeneration == pcs.Generation
+	return pcs.Status.ObservedGeneration == pcs.Generation && c != nil && c.Reason == string(reason) && c.ObservedGeneration == pcs.Generation
 }
 
 // assertRolledOut checks the end of a rollout to pcs's spec: every pod on its
@@ -70,7 +70,7 @@ func (s *scene) assertRolledOut(o *observed, pcs *v1alpha1.PodCliqueSet) {
 	if st.Replicas != want || st.UpdatedReplicas != want || st.AvailableReplicas != want {
 		t.Errorf("status after the rollout: %s(want replicas, updated and available all %d)", statusLine(o.pcs), want)
 	}
-	if c := progressingOf(o.pcs); c == nil || c.Reason != rollout.ReasonRolloutComplete || c.Status != metav1.ConditionTrue {
+	if c := progressingOf(o.pcs); c == nil || c.Reason != string(v1alpha1.ReasonRolloutComplete) || c.Status != metav1.ConditionTrue {
 		t.Errorf("Progressing after the rollout: %+v, want True RolloutComplete", c)
 	}
 }
@@ -484,7 +484,7 @@ func joinLines(lines []string) string { return strings.Join(lines, "\n") }
 
 // awaitProgressing waits for the Progressing condition of the current
 // generation to have reason and returns the observation.
-func (s *scene) awaitProgressing(what string, timeout time.Duration, reason string) *observed {
+func (s *scene) awaitProgressing(what string, timeout time.Duration, reason v1alpha1.ConditionReason) *observed {
 	s.t.Helper()
 	var last *observed
 	s.mustAwait(what, timeout, func(ctx context.Context) (bool, string, error) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -61,13 +62,7 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.P
 			pod.Spec.Subdomain = naming.HeadlessService(pcs, idx)
 		}
 	}
-	if g := pclq.Spec.Gang; g != nil {
-		group := g.PodGroupName
-		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
-		if g.Gated {
-			pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.SchedulingGateBaseGang})
-		}
-	}
+	gang.JoinPod(pod, pclq.Spec.Gang)
 	return pod
 }
 

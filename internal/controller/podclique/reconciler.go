@@ -74,8 +74,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obs := r.observe(pclq, pods, now)
-	policy := rollout.PolicyFromChildSpec(pclq.Spec.UpdateStrategy, pclq.Spec.Replicas,
-		templates.update.hash, templates.current.hash, rollout.KindClique)
+	policy := childSpec(pclq).Policy(rollout.KindClique, templates.update.hash, templates.current.hash)
 	plan, err := rollout.PlanLevel(policy, obs.units)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", req.NamespacedName, err)
@@ -110,4 +109,9 @@ func (r *Reconciler) ownedPods(ctx context.Context, pclq *v1alpha1.PodClique) ([
 
 func key(o client.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// childSpec is the part of the spec the owner writes to steer the update.
+func childSpec(pclq *v1alpha1.PodClique) rollout.ChildSpec {
+	return rollout.ChildSpec{Replicas: pclq.Spec.Replicas, Revision: pclq.Spec.Revision, UpdateStrategy: pclq.Spec.UpdateStrategy}
 }

@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // apply deletes the group replicas the plan removes (all their member PodCliques)
 // and creates the ones it adds.
-func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs Observation, t groupTemplates) error {
+func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs groupreplicas.Observation, t groupTemplates) error {
 	for _, d := range plan.Deletes {
 		for _, c := range obs.Members[d.Index] {
 			uid := c.UID
@@ -69,7 +71,7 @@ var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
 // template (the operator stopped between two creates, or a create met a
 // terminating predecessor's name; tried again on a later pass). Any other
 // replica is deleted, what is left of it, and the planner recreates it whole.
-func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation, t groupTemplates) error {
+func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *groupreplicas.Observation, t groupTemplates) error {
 	for _, idx := range obs.Incomplete {
 		var rep *rollout.GroupReplicaObservation
 		for i := range obs.Replicas {
@@ -120,7 +122,7 @@ func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodClique
 
 // removeReplica deletes what is left of a group replica, which the planner
 // then recreates whole.
-func (r *Reconciler) removeReplica(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *Observation, rep *rollout.GroupReplicaObservation) error {
+func (r *Reconciler) removeReplica(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs *groupreplicas.Observation, rep *rollout.GroupReplicaObservation) error {
 	var left []string
 	for _, c := range obs.Members[rep.Index] {
 		uid := c.UID
@@ -170,32 +172,15 @@ func memberPodClique(g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t grou
 			// only ever recreate what is deleted, from the template they were made with.
 			UpdateStrategy: v1alpha1.ChildUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType},
 			Template:       clique.Template,
-			Gang:           gangOf(g, c.Index),
+			Gang:           gang.MemberGang(g, c.Index),
 		},
 	}
 }
 
-// gangOf places group replica index in its gang: the base gang below the group's
-// minAvailable, a scaled gang of its own (held until the base gang is scheduled)
-// from there on.
-func gangOf(g *v1alpha1.PodCliqueScalingGroup, index int32) *v1alpha1.PodCliqueGang {
-	if g.Spec.Gang == nil {
-		return nil
-	}
-	minAvailable := g.Spec.Replicas
-	if g.Spec.MinAvailable != nil {
-		minAvailable = *g.Spec.MinAvailable
-	}
-	if rollout.GroupReplicaGang(index, minAvailable) == rollout.BaseGang {
-		return &v1alpha1.PodCliqueGang{PodGroupName: g.Spec.Gang.BasePodGroupName}
-	}
-	return &v1alpha1.PodCliqueGang{PodGroupName: naming.ScaledGang(g.Name, int(index)), Gated: !g.Spec.Gang.BaseScheduled}
-}
-
 // syncGangGates opens the gates of scaled gangs once the base gang is scheduled.
-func (r *Reconciler) syncGangGates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs Observation) error {
+func (r *Reconciler) syncGangGates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs groupreplicas.Observation) error {
 	for idx, members := range obs.Members {
-		want := gangOf(g, idx)
+		want := gang.MemberGang(g, idx)
 		for _, c := range members {
 			if want == nil || c.Spec.Gang == nil || *c.Spec.Gang == *want {
 				continue

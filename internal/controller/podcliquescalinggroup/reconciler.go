@@ -6,7 +6,6 @@ package podcliquescalinggroup
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
@@ -104,8 +104,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.repairIncomplete(ctx, g, &obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}
-	policy := rollout.PolicyFromChildSpec(g.Spec.UpdateStrategy, g.Spec.Replicas, templates.update.hash, templates.current.hash, rollout.KindGroup)
-	plan, err := rollout.PlanLevel(policy, rollout.GroupUnits(memberMinimums(g), obs.Replicas))
+	units := rollout.GroupUnits(groupreplicas.Minimums(g), obs.Replicas)
+	policy := childSpec(g).Policy(rollout.KindGroup, templates.update.hash, templates.current.hash)
+	plan, err := rollout.PlanLevel(policy, units)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", req.NamespacedName, err)
 	}
@@ -118,36 +119,27 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncGangGates(ctx, g, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, obs, templates.update.hash, now)
+	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, units, templates.update.hash, now)
+}
+
+// childSpec is the part of the spec the owner writes to steer the update.
+func childSpec(g *v1alpha1.PodCliqueScalingGroup) rollout.ChildSpec {
+	return rollout.ChildSpec{Replicas: g.Spec.Replicas, Revision: g.Spec.Revision, UpdateStrategy: g.Spec.UpdateStrategy}
 }
 
 // syncScaledGangs makes a gang for every group replica at or above minAvailable,
 // existing or about to be created, before any of its pods exist.
-func (r *Reconciler) syncScaledGangs(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs Observation) error {
-	if g.Spec.Gang == nil {
-		return nil
-	}
-	minAvailable := g.Spec.Replicas
-	if g.Spec.MinAvailable != nil {
-		minAvailable = *g.Spec.MinAvailable
-	}
-	indices := map[int32]bool{}
+func (r *Reconciler) syncScaledGangs(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, obs groupreplicas.Observation) error {
+	var indices []int32
 	for _, rep := range obs.Replicas {
 		if !rep.Terminating {
-			indices[rep.Index] = true
+			indices = append(indices, rep.Index)
 		}
 	}
 	for _, c := range plan.Creates {
-		indices[c.Index] = true
+		indices = append(indices, c.Index)
 	}
-	var gangs []gang.Gang
-	for idx := range indices {
-		if rollout.GroupReplicaGang(idx, minAvailable) == rollout.ScaledGang {
-			gangs = append(gangs, gang.ScaledGang(g, int(idx)))
-		}
-	}
-	sort.Slice(gangs, func(i, j int) bool { return gangs[i].Name < gangs[j].Name })
-	if err := r.Gangs.SyncGangs(ctx, g, gangs); err != nil {
+	if err := r.Gangs.SyncGangs(ctx, g, gang.ScaledGangs(g, indices)); err != nil {
 		return fmt.Errorf("syncing the gangs of %s: %w", g.Name, err)
 	}
 	return nil
@@ -176,7 +168,7 @@ func (t groupTemplates) forHash(h string) (groupTemplate, bool) {
 // templates are the shape the group moves to (its spec) and the shape held-back
 // replicas are recreated with (the current revision's).
 func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (groupTemplates, error) {
-	h, err := HashOf(g.Spec.Cliques)
+	h, err := revision.GroupHashOf(g.Spec.Cliques)
 	if err != nil {
 		return groupTemplates{}, err
 	}
@@ -194,7 +186,7 @@ func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScaling
 		return groupTemplates{}, err
 	}
 	name := g.Labels[v1alpha1.LabelPodCliqueScalingGroup]
-	cfg := groupConfig(t, name)
+	cfg := t.ScalingGroup(name)
 	if cfg == nil {
 		return groupTemplates{}, fmt.Errorf("revision %s has no scaling group %s", cur, name)
 	}
@@ -209,35 +201,6 @@ func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScaling
 		return groupTemplates{}, fmt.Errorf("revision %s has no hash for scaling group %s", cur, name)
 	}
 	return groupTemplates{update: update, current: groupTemplate{cliques: cliques, hash: curHash, setRevision: cur}}, nil
-}
-
-func groupConfig(t *v1alpha1.PodCliqueSetTemplateSpec, name string) *v1alpha1.PodCliqueScalingGroupConfig {
-	for i := range t.PodCliqueScalingGroups {
-		if t.PodCliqueScalingGroups[i].Name == name {
-			return &t.PodCliqueScalingGroups[i]
-		}
-	}
-	return nil
-}
-
-// HashOf is the group hash of a scaling group's member cliques, the same one
-// revision.ForSpec gives the group's role.
-func HashOf(cliques []v1alpha1.PodCliqueTemplateSpec) (string, error) {
-	t := &v1alpha1.PodCliqueSetTemplateSpec{Cliques: cliques}
-	cfg := &v1alpha1.PodCliqueScalingGroupConfig{}
-	for _, c := range cliques {
-		cfg.CliqueNames = append(cfg.CliqueNames, c.Name)
-	}
-	return revision.GroupHash(t, cfg)
-}
-
-func memberMinimums(g *v1alpha1.PodCliqueScalingGroup) []rollout.MemberMinimum {
-	out := make([]rollout.MemberMinimum, 0, len(g.Spec.Cliques))
-	for i := range g.Spec.Cliques {
-		c := &g.Spec.Cliques[i]
-		out = append(out, rollout.MemberMinimum{Clique: c.Name, MinAvailable: c.EffectiveMinAvailable()})
-	}
-	return out
 }
 
 func key(o client.Object) types.NamespacedName {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
+	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -111,7 +111,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		}
 		rep := replica(pclq)
 		name := pclq.Labels[v1alpha1.LabelClique]
-		obs := rollout.CliqueObservation{Name: name, Target: cliqueTarget(pclq, revs), SpecReplicas: pclq.Spec.Replicas}
+		obs := rollout.CliqueObservation{Name: name, Target: cliqueTarget(pclq, revs), SpecReplicas: pclq.Spec.Replicas, TemplateReplicas: templateReplicas(pclq)}
 		for i := range podsOf[pclq.Name] {
 			p := &podsOf[pclq.Name][i]
 			if u, ok := pods.Unit(p, minReadySeconds, now); ok {
@@ -145,9 +145,10 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 				groupPods = append(groupPods, podsOf[m.Name]...)
 			}
 		}
-		gobs := podcliquescalinggroup.ObserveReplicas(owned, groupPods, minReadySeconds, now)
+		gobs := groupreplicas.Observe(owned, groupPods, minReadySeconds, now)
 		c.nextAvailableIn = pods.Sooner(c.nextAvailableIn, gobs.NextAvailableIn)
-		rep.Groups = append(rep.Groups, rollout.GroupObservation{Name: name, Target: groupTarget(g, revs), SpecReplicas: g.Spec.Replicas, Replicas: gobs.Replicas})
+		rep.Groups = append(rep.Groups, rollout.GroupObservation{Name: name, Target: groupTarget(g, revs), SpecReplicas: g.Spec.Replicas,
+			TemplateReplicas: templateReplicas(g), Replicas: gobs.Replicas})
 		if g.DeletionTimestamp == nil {
 			if c.groups[rep.Index] == nil {
 				c.groups[rep.Index] = map[string]*v1alpha1.PodCliqueScalingGroup{}
@@ -179,31 +180,16 @@ func cliqueTarget(pclq *v1alpha1.PodClique, revs rollout.Revisions) *rollout.Tar
 	if err != nil {
 		return nil
 	}
-	return target(pclq.Spec.UpdateStrategy, pclq.Spec.Revision, hash, pclq.Labels[v1alpha1.LabelClique], revs)
+	cs := rollout.ChildSpec{Replicas: pclq.Spec.Replicas, Revision: pclq.Spec.Revision, UpdateStrategy: pclq.Spec.UpdateStrategy}
+	return rollout.DecodeTarget(cs, hash, pclq.Labels[v1alpha1.LabelClique], revs)
 }
 
 // groupTarget reads back the target the PodCliqueSet wrote into a scaling group.
 func groupTarget(g *v1alpha1.PodCliqueScalingGroup, revs rollout.Revisions) *rollout.Target {
-	hash, err := podcliquescalinggroup.HashOf(g.Spec.Cliques)
+	hash, err := revision.GroupHashOf(g.Spec.Cliques)
 	if err != nil {
 		return nil
 	}
-	return target(g.Spec.UpdateStrategy, g.Spec.Revision, hash, g.Labels[v1alpha1.LabelPodCliqueScalingGroup], revs)
-}
-
-func target(st v1alpha1.ChildUpdateStrategy, setRevision, hash, role string, revs rollout.Revisions) *rollout.Target {
-	t := &rollout.Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: setRevision, UpdateRevision: hash, CurrentRevision: hash, MaxUpdated: st.MaxUpdated}
-	if st.Type == v1alpha1.OnDeleteStrategyType {
-		t.Type = v1alpha1.OnDeleteStrategyType
-	}
-	if st.CurrentRevision != "" {
-		for _, set := range append([]rollout.SetRevision{revs.Update, revs.Current}, revs.History...) {
-			if set.Name == st.CurrentRevision {
-				if h, ok := set.Role(role); ok {
-					t.CurrentRevision = h
-				}
-			}
-		}
-	}
-	return t
+	cs := rollout.ChildSpec{Replicas: g.Spec.Replicas, Revision: g.Spec.Revision, UpdateStrategy: g.Spec.UpdateStrategy}
+	return rollout.DecodeTarget(cs, hash, g.Labels[v1alpha1.LabelPodCliqueScalingGroup], revs)
 }

@@ -5,7 +5,6 @@ package podcliqueset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -80,6 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return requeue.OnConflict(r.reconcile(ctx, req))
 }
 
+// reconcile reads the revisions, observes the children, plans, deletes whole
+// replicas, keeps gangs and Services, writes each child's target, writes the
+// status and trims the revision history.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
@@ -92,61 +94,55 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	// Objects written before the webhook ran (or without it) still plan with defaults.
-	spec := pcs.DeepCopy()
-	spec.Default()
-	now := r.Now()
+	defaulted := pcs.DeepCopy()
+	defaulted.Default()
+	spec, now := &defaulted.Spec, r.Now()
 
-	if done, err := r.rollback(ctx, pcs, &spec.Spec); done || err != nil {
+	if done, err := r.rollback(ctx, pcs, spec); done || err != nil {
 		return ctrl.Result{}, err
 	}
-	revs, tmpls, owned, err := r.syncRevisions(ctx, pcs, &spec.Spec)
+	revs, tmpls, owned, err := r.syncRevisions(ctx, pcs, spec)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	children, err := r.observe(ctx, pcs, revs, spec.Spec.MinReadySeconds, now)
+	children, err := r.observe(ctx, pcs, revs, spec.MinReadySeconds, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := rollout.PlanSet(rollout.SetInput{
-		Spec: &spec.Spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now,
-	})
+	plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}
-	gangs, err := r.apply(ctx, pcs, &spec.Spec, revs, tmpls, plan, children)
+	if err := r.deleteReplicas(ctx, pcs, plan, children); err != nil {
+		return ctrl.Result{}, err
+	}
+	gangs, err := r.syncGangs(ctx, pcs, spec, plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	currentBefore := pcs.Status.CurrentRevision
+	if err := r.syncServices(ctx, pcs, plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeChildren(ctx, pcs, spec, revs, tmpls, plan, children, gangs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.updateStatus(ctx, pcs, plan, gangs, children.waiting); err != nil {
 		return ctrl.Result{}, err
 	}
-	err = r.trimHistory(ctx, pcs, owned)
-	historyHeld := errors.Is(err, errHistoryHeld)
-	if err != nil && !historyHeld {
+	historyHeld, err := r.trimHistory(ctx, pcs, owned)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	wait := requeueAfter(&spec.Spec, plan, children.nextAvailableIn, now)
-	if historyHeld && (wait == 0 || wait > historyRetry) {
-		wait = historyRetry
-	}
-	if pcs.Status.CurrentRevision != currentBefore {
-		// The children were written naming the old current revision; a status
-		// write wakes nobody, so look again now to move them on.
-		wait = currentMovedRetry
-	}
-	return ctrl.Result{RequeueAfter: wait}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(spec, plan, children.nextAvailableIn, historyHeld, now)}, nil
 }
-
-// currentMovedRetry is how soon to rewrite the children after a rollout completed.
-const currentMovedRetry = 100 * time.Millisecond
 
 // historyRetry is how soon to look at a history that children still held.
 const historyRetry = 5 * time.Second
 
 // requeueAfter wakes the reconciler for the next time-based change: a pod passing
-// minReadySeconds, or the progress deadline passing.
-func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAvailable time.Duration, now time.Time) time.Duration {
+// minReadySeconds, the progress deadline passing, or a look at a revision
+// history that children still held.
+func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAvailable time.Duration, historyHeld bool, now time.Time) time.Duration {
 	wait := nextAvailable
 	p := plan.Status.Progress
 	if !plan.Status.Complete && !spec.Paused && spec.ProgressDeadlineSeconds != nil && !p.LastProgressAt.IsZero() && !plan.Status.DeadlineExceeded {
@@ -154,6 +150,9 @@ func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAva
 		if deadline > 0 && (wait == 0 || deadline < wait) {
 			wait = deadline
 		}
+	}
+	if historyHeld && (wait == 0 || wait > historyRetry) {
+		wait = historyRetry
 	}
 	return wait
 }

@@ -2,7 +2,6 @@ package podcliqueset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -114,42 +113,37 @@ type templates map[string]*v1alpha1.PodCliqueSetTemplateSpec
 // trimHistory deletes the oldest revisions beyond revisionHistoryLimit. The
 // status's current and update revisions always stay, and so does any revision a
 // child still names: a held-back unit may need its template. It runs after the
-// status is written, so a rollout that just completed trims at once.
-func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet, owned []appsv1.ControllerRevision) error {
+// status is written, so a rollout that just completed trims at once. held says
+// that children still name revisions beyond the limit: look again later.
+func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet, owned []appsv1.ControllerRevision) (held bool, err error) {
 	limit := int32(v1alpha1.DefaultRevisionHistoryLimit)
 	if pcs.Spec.RevisionHistoryLimit != nil {
 		limit = *pcs.Spec.RevisionHistoryLimit
 	}
 	inUse, err := r.revisionsInUse(ctx, pcs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var old []appsv1.ControllerRevision
-	held := 0
+	heldBack := 0
 	for _, cr := range owned {
 		switch {
 		case cr.Name == pcs.Status.UpdateRevision || cr.Name == pcs.Status.CurrentRevision:
 		case inUse[cr.Name]:
-			held++
+			heldBack++
 		default:
 			old = append(old, cr)
 		}
 	}
 	for i := 0; i < len(old)-int(limit); i++ {
 		if err := r.Client.Delete(ctx, &old[i]); ignoreNotFound(err) != nil {
-			return fmt.Errorf("trimming revision %s: %w", old[i].Name, err)
+			return false, fmt.Errorf("trimming revision %s: %w", old[i].Name, err)
 		}
 	}
-	if held > 0 && held+len(old) > int(limit) {
-		// Children still name a revision beyond the limit (a rollout just moved
-		// them on): look again once they have been rewritten.
-		return errHistoryHeld
-	}
-	return nil
+	// Children still naming a revision beyond the limit (a rollout just moved
+	// them on, and the cache does not show it yet): look again later.
+	return heldBack > 0 && heldBack+len(old) > int(limit), nil
 }
-
-// errHistoryHeld asks for a later look at the history; it is not a failure.
-var errHistoryHeld = errors.New("revision history held by children")
 
 // revisionsInUse are the revisions any child's spec refers to. (A child's
 // revision label records what it was created from and goes stale once it is

@@ -23,17 +23,13 @@ import (
 // maxUpdatingInStatus keeps status bounded with many concurrent replica updates.
 const maxUpdatingInStatus = 100
 
-// ConditionGangScheduled says whether every replica's base gang is placed, and
-// if not, why, in the scheduler's words.
-const ConditionGangScheduled = "GangScheduled"
-
 // gangCondition is GangScheduled from the base gangs' statuses; ok is false
 // without gang scheduling.
 func gangCondition(gangs []replicaGang, generation int64) (metav1.Condition, bool) {
 	if len(gangs) == 0 {
 		return metav1.Condition{}, false
 	}
-	c := metav1.Condition{Type: ConditionGangScheduled, Status: metav1.ConditionTrue, Reason: gang.ReasonScheduled,
+	c := metav1.Condition{Type: string(v1alpha1.ConditionGangScheduled), Status: metav1.ConditionTrue, Reason: gang.ReasonScheduled,
 		Message: fmt.Sprintf("the base gangs of all %d replicas are placed", len(gangs)), ObservedGeneration: generation}
 	var waiting []string
 	for _, g := range gangs {
@@ -57,8 +53,8 @@ func gangCondition(gangs []replicaGang, generation int64) (metav1.Condition, boo
 // previousProgress reads the progress the last plan stored in the status.
 func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 	p := rollout.Progress{UpdateRevision: pcs.Status.UpdateRevision}
-	if c := apimeta.FindStatusCondition(pcs.Status.Conditions, rollout.ConditionProgressing); c != nil {
-		p.Paused = c.Reason == rollout.ReasonPaused
+	if c := apimeta.FindStatusCondition(pcs.Status.Conditions, string(v1alpha1.ConditionProgressing)); c != nil {
+		p.Paused = c.Reason == string(v1alpha1.ReasonPaused)
 	}
 	up := pcs.Status.UpdateProgress
 	if up == nil {
@@ -88,17 +84,17 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	st.CurrentRevision, st.UpdateRevision = s.CurrentRevision, s.UpdateRevision
 	st.Selector = labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcs.Name}).String()
 	for _, c := range s.Conditions {
-		if c.Type == rollout.ConditionProgressing {
+		if c.Type == v1alpha1.ConditionProgressing {
 			c.Message += blockers(c.Reason, s.UpdateRevision, waiting)
 		}
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: c.Type, Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message, ObservedGeneration: pcs.Generation,
+			Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason), Message: c.Message, ObservedGeneration: pcs.Generation,
 		})
 	}
 	if c, ok := gangCondition(gangs, pcs.Generation); ok {
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	} else {
-		apimeta.RemoveStatusCondition(&st.Conditions, ConditionGangScheduled)
+		apimeta.RemoveStatusCondition(&st.Conditions, string(v1alpha1.ConditionGangScheduled))
 	}
 	st.UpdateProgress = progressStatus(s.Progress)
 	r.narrate(pcs, &pcs.Status, st)
@@ -117,9 +113,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 // blockers names what a rollout waits for: the oldest pods of the update
 // revision that are not ready, and why (a surge pod whose gang does not fit, a
 // crash-looping container). Empty when the rollout is not waiting on pods.
-func blockers(reason, updateRevision string, waiting []waitingPod) string {
+func blockers(reason v1alpha1.ConditionReason, updateRevision string, waiting []waitingPod) string {
 	switch reason {
-	case rollout.ReasonRollingUpdateInProgress, rollout.ReasonRoleStepWaiting, rollout.ReasonProgressDeadlineExceeded:
+	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonProgressDeadlineExceeded:
 	default:
 		return ""
 	}
@@ -202,13 +198,13 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 	}
 	// Warn when the scheduler cannot place a gang, not while a gang merely waits
 	// for a member being replaced or for the scheduler's next pass.
-	if g := apimeta.FindStatusCondition(after.Conditions, ConditionGangScheduled); g != nil && g.Status == metav1.ConditionFalse && actionableGangReason(g.Reason) {
-		if old := apimeta.FindStatusCondition(before.Conditions, ConditionGangScheduled); old == nil || old.Status != g.Status || old.Reason != g.Reason {
+	if g := apimeta.FindStatusCondition(after.Conditions, string(v1alpha1.ConditionGangScheduled)); g != nil && g.Status == metav1.ConditionFalse && actionableGangReason(g.Reason) {
+		if old := apimeta.FindStatusCondition(before.Conditions, string(v1alpha1.ConditionGangScheduled)); old == nil || old.Status != g.Status || old.Reason != g.Reason {
 			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "GangNotScheduled", "Schedule", "%s", g.Message)
 		}
 	}
-	oldC := apimeta.FindStatusCondition(before.Conditions, rollout.ConditionProgressing)
-	newC := apimeta.FindStatusCondition(after.Conditions, rollout.ConditionProgressing)
+	oldC := apimeta.FindStatusCondition(before.Conditions, string(v1alpha1.ConditionProgressing))
+	newC := apimeta.FindStatusCondition(after.Conditions, string(v1alpha1.ConditionProgressing))
 	if newC != nil && (oldC == nil || oldC.Reason != newC.Reason) {
 		kind := corev1.EventTypeNormal
 		if newC.Status == metav1.ConditionFalse {
@@ -260,7 +256,7 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 		m.Duration.With(l).Observe(p.UpdateEndedAt.Sub(p.UpdateStartedAt.Time).Seconds())
 	}
 	if s.DeadlineExceeded {
-		if c := apimeta.FindStatusCondition(before.Conditions, rollout.ConditionProgressing); c == nil || c.Reason != rollout.ReasonProgressDeadlineExceeded {
+		if c := apimeta.FindStatusCondition(before.Conditions, string(v1alpha1.ConditionProgressing)); c == nil || c.Reason != string(v1alpha1.ReasonProgressDeadlineExceeded) {
 			m.Stalls.With(l).Inc()
 		}
 	}

@@ -1,0 +1,66 @@
+package v1alpha1
+
+// ConditionType names a status condition of a Lockstep object.
+type ConditionType string
+
+// Condition types.
+const (
+	// ConditionAvailable: enough units are available (at least the level's
+	// minimum, or replicas - maxUnavailable for a PodCliqueSet).
+	ConditionAvailable ConditionType = "Available"
+	// ConditionProgressing: where the rollout stands; False only when the
+	// progress deadline passed.
+	ConditionProgressing ConditionType = "Progressing"
+	// ConditionGangScheduled: every replica's base gang is placed, and if not,
+	// why, in the scheduler's words (PodCliqueSet, with gang scheduling on).
+	ConditionGangScheduled ConditionType = "GangScheduled"
+)
+
+// ConditionReason is the machine-readable reason of a condition.
+type ConditionReason string
+
+// Reasons of Available.
+const (
+	// ReasonMinimumReplicasAvailable: at least the minimum of replicas (PodCliqueSet
+	// replicas, group replicas) is available.
+	ReasonMinimumReplicasAvailable ConditionReason = "MinimumReplicasAvailable"
+	// ReasonMinimumReplicasUnavailable: fewer than the minimum are available.
+	ReasonMinimumReplicasUnavailable ConditionReason = "MinimumReplicasUnavailable"
+	// ReasonMinimumPodsAvailable: a PodClique has at least minAvailable available pods.
+	ReasonMinimumPodsAvailable ConditionReason = "MinimumPodsAvailable"
+	// ReasonMinimumPodsUnavailable: a PodClique has fewer than minAvailable available pods.
+	ReasonMinimumPodsUnavailable ConditionReason = "MinimumPodsUnavailable"
+)
+
+// Reasons of Progressing at the PodCliqueSet level.
+const (
+	// ReasonRolloutComplete: every replica runs the update revision.
+	ReasonRolloutComplete ConditionReason = "RolloutComplete"
+	// ReasonPartitionReached: every replica at or above the partition runs the
+	// update revision; the ones below it wait for the partition to be lowered.
+	ReasonPartitionReached ConditionReason = "PartitionReached"
+	// ReasonRollingUpdateInProgress: units are being replaced.
+	ReasonRollingUpdateInProgress ConditionReason = "RollingUpdateInProgress"
+	// ReasonScaling: no revision change under way; replicas are being created or removed.
+	ReasonScaling ConditionReason = "Scaling"
+	// ReasonRoleStepWaiting: a role step waits for enough updated and ready units.
+	ReasonRoleStepWaiting ConditionReason = "RoleStepWaiting"
+	// ReasonPaused: spec.paused holds the rollout.
+	ReasonPaused ConditionReason = "Paused"
+	// ReasonProgressDeadlineExceeded: no progress within progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded ConditionReason = "ProgressDeadlineExceeded"
+)
+
+// Reasons of Progressing at the PodClique and PodCliqueScalingGroup levels (and
+// WaitingForDeletion at every level).
+const (
+	// ReasonWaitingForDeletion: OnDelete; outdated units update when someone deletes them.
+	ReasonWaitingForDeletion ConditionReason = "WaitingForDeletion"
+	// ReasonUpdateComplete: every unit runs the template in the spec.
+	ReasonUpdateComplete ConditionReason = "UpdateComplete"
+	// ReasonUpdating: units are being replaced.
+	ReasonUpdating ConditionReason = "Updating"
+	// ReasonHeldBackByOwner: the PodCliqueSet caps how many units may update now
+	// (a role step, the partition or a pause).
+	ReasonHeldBackByOwner ConditionReason = "HeldBackByOwner"
+)

@@ -1,0 +1,59 @@
+// Package write applies what a controller decided: one create-or-patch for the
+// objects Lockstep owns and one status patch, both with optimistic locking and
+// both silent when nothing changed (a settled cluster gets no writes).
+package write
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Object is a pointer to a Kubernetes object type.
+type Object[T any] interface {
+	*T
+	client.Object
+}
+
+// CreateOrPatch creates desired when current is nil (an object that already
+// exists is left for the next pass, whose cache shows it). Otherwise it lets
+// merge carry desired into current and patches what changed.
+func CreateOrPatch[T any, P Object[T]](ctx context.Context, c client.Client, current, desired P, merge func(current, desired P)) error {
+	if current == nil {
+		if err := c.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", kind[T](), desired.GetName(), err)
+		}
+		return nil
+	}
+	before := current.DeepCopyObject().(P)
+	merge(current, desired)
+	if apiequality.Semantic.DeepEqual(before, current) {
+		return nil
+	}
+	if err := c.Patch(ctx, current, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating %s %s: %w", kind[T](), current.GetName(), err)
+	}
+	return nil
+}
+
+// Status lets set write obj's new status and patches it when it changed.
+func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set func(P)) error {
+	before := obj.DeepCopyObject().(P)
+	set(obj)
+	if apiequality.Semantic.DeepEqual(before, obj) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating status of %s %s: %w", kind[T](), obj.GetName(), err)
+	}
+	return nil
+}
+
+// kind is the Go type name of T, which for API types is the kind.
+func kind[T any]() string {
+	return reflect.TypeFor[T]().Name()
+}
