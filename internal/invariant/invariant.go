@@ -360,3 +360,29 @@ func CheckRoleStepOrder(steps []Step, done int, replica int32, role string, upda
 	return violation(RoleStepOrder, "role %s of PCS replica %d reaches %d updated units, first allowed at step %d, but step %d (%s updateTo %d) is not satisfied",
 		role, replica, updated, first, done, st.Role, st.UpdateTo)
 }
+
+// CheckLevelPlan judges a planner's creates and deletes for one level against
+// the level before them: after them the creates exist (not yet available) and
+// the deletes are terminating.
+func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.Delete) []Violation {
+	after := before
+	after.Units = slices.Clone(before.Units)
+	deleted := make([]int32, 0, len(deletes))
+	for _, d := range deletes {
+		deleted = append(deleted, d.Index)
+		for i, u := range after.Units {
+			if u.Index == d.Index && !u.Terminating {
+				after.Units[i] = Unit{Index: d.Index, Terminating: true}
+			}
+		}
+	}
+	for _, c := range creates {
+		after.Units = append(after.Units, Unit{Index: c.Index})
+	}
+	vs := CheckUnitsWithinSurge(before, after)
+	vs = append(vs, CheckAvailabilityFloor(before, after, deleted)...)
+	for _, d := range deletes {
+		vs = append(vs, CheckOnDeleteNoUpdate(before.Strategy, Deletion{Index: d.Index, Reason: d.Reason}, Placement{Level: &before, Index: d.Index})...)
+	}
+	return vs
+}

@@ -71,8 +71,7 @@ func first(vs []invariant.Violation) string {
 	return vs[0].String()
 }
 
-// checkLevel judges one level's plan: the level before it, and after it with the
-// creates added and the deletes terminating.
+// checkLevel judges one level's plan against the units it was planned on.
 func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []rollout.Create, deletes []rollout.Delete) string {
 	fp, err := rollout.ResolveFenceposts(p.MaxSurge, p.MaxUnavailable, p.Replicas)
 	if err != nil {
@@ -85,25 +84,7 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 	for _, u := range units {
 		before.Units = append(before.Units, invariant.Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
 	}
-	after := before
-	after.Units = slices.Clone(before.Units)
-	var deleted []int32
-	for _, d := range deletes {
-		deleted = append(deleted, d.Index)
-		for i := range after.Units {
-			if after.Units[i].Index == d.Index && !after.Units[i].Terminating {
-				after.Units[i] = invariant.Unit{Index: d.Index, Terminating: true}
-			}
-		}
-	}
-	for _, cr := range creates {
-		after.Units = append(after.Units, invariant.Unit{Index: cr.Index})
-	}
-	vs := invariant.CheckUnitsWithinSurge(before, after)
-	vs = append(vs, invariant.CheckAvailabilityFloor(before, after, deleted)...)
-	for _, d := range deletes {
-		vs = append(vs, invariant.CheckOnDeleteNoUpdate(p.Type, invariant.Deletion{Index: d.Index, Reason: d.Reason}, invariant.Placement{Level: &before, Index: d.Index})...)
-	}
+	vs := invariant.CheckLevelPlan(before, creates, deletes)
 	return first(vs)
 }
 
