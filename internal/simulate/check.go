@@ -5,12 +5,13 @@ import (
 	"slices"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/invariant"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // checker verifies the rollout invariants on every plan and on the state after
-// it. It recomputes what it needs from the model and the spec, not from the
-// planner's reasoning.
+// it. It translates the model and the spec into the rules' snapshots and asks
+// package invariant; it recomputes what it needs, not the planner's reasoning.
 type checker struct {
 	rev      string // update revision of the previous pass
 	updated  map[roleKey]int32
@@ -30,14 +31,13 @@ func newChecker() *checker {
 
 // plan checks the actions of one plan against the state they were planned on.
 func (c *checker) plan(s *sim, in rollout.SetInput, tree rollout.TreePlan) string {
-	paused := s.spec.Paused
-	partition := partitionOf(s.spec)
+	hold := invariant.HoldOf(s.spec)
 	if v := checkLevel("podcliqueset", tree.Set.Policy, s.replicaUnits(in), tree.Set.Creates, tree.Set.Deletes); v != "" {
 		return v
 	}
 	for _, d := range tree.Set.Deletes {
-		if isUpdate(d.Reason) && (paused || d.Index < partition) {
-			return fmt.Sprintf("podcliqueset: replica %d deleted for an update while paused or below partition %d", d.Index, partition)
+		if v := heldDelete(hold, d.Index, d); v != "" {
+			return v
 		}
 	}
 	for _, cp := range tree.Children {
@@ -47,21 +47,31 @@ func (c *checker) plan(s *sim, in rollout.SetInput, tree rollout.TreePlan) strin
 			return v
 		}
 		for _, d := range cp.Level.Deletes {
-			if isUpdate(d.Reason) && (paused || cp.Replica < partition) {
-				return fmt.Sprintf("%s: unit %d deleted for an update while paused or below partition %d", name, d.Index, partition)
+			if v := heldDelete(hold, cp.Replica, d); v != "" {
+				return v
 			}
 		}
 	}
 	return ""
 }
 
-func isUpdate(r rollout.DeleteReason) bool {
-	return r == rollout.ReasonUpdate || r == rollout.ReasonReplaceFailed
+// heldDelete: a deletion for an update moves its PCS replica toward the target.
+func heldDelete(hold invariant.Hold, replica int32, d rollout.Delete) string {
+	if !(invariant.Deletion{Index: d.Index, Reason: d.Reason}).ForUpdate() {
+		return ""
+	}
+	return first(invariant.CheckHeld(hold, replica, fmt.Sprintf("unit %d deleted for an update", d.Index)))
 }
 
-// checkLevel: creates never take the level above replicas+maxSurge, deletes of
-// available units never take it below replicas-maxUnavailable, and OnDelete never
-// deletes for an update.
+// first is the first violation as the simulator reports it, "" for none.
+func first(vs []invariant.Violation) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0].String()
+}
+
+// checkLevel judges one level's plan against the units it was planned on.
 func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []rollout.Create, deletes []rollout.Delete) string {
 	fp, err := rollout.ResolveFenceposts(p.MaxSurge, p.MaxUnavailable, p.Replicas)
 	if err != nil {
@@ -70,30 +80,12 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 	if p.Type == v1alpha1.OnDeleteStrategyType {
 		fp.MaxSurge = 0
 	}
-	total := int32(len(units))
-	if len(creates) > 0 && total+int32(len(creates)) > p.Replicas+fp.MaxSurge {
-		return fmt.Sprintf("%s: %d units + %d creates exceed replicas %d + maxSurge %d", name, total, len(creates), p.Replicas, fp.MaxSurge)
-	}
-	available, lost := int32(0), int32(0)
+	before := invariant.Level{Name: name, Strategy: p.Type, Sizes: []invariant.Size{{Replicas: p.Replicas, Fenceposts: fp}}}
 	for _, u := range units {
-		if u.Available && !u.Terminating {
-			available++
-			if slices.ContainsFunc(deletes, func(d rollout.Delete) bool { return d.Index == u.Index }) {
-				lost++
-			}
-		}
+		before.Units = append(before.Units, invariant.Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
 	}
-	if lost > 0 && available-lost < p.Replicas-fp.MaxUnavailable {
-		return fmt.Sprintf("%s: deleting %d available units leaves %d available, below replicas %d - maxUnavailable %d", name, lost, available-lost, p.Replicas, fp.MaxUnavailable)
-	}
-	if p.Type == v1alpha1.OnDeleteStrategyType {
-		for _, d := range deletes {
-			if isUpdate(d.Reason) {
-				return fmt.Sprintf("%s: OnDelete deleted unit %d for an update", name, d.Index)
-			}
-		}
-	}
-	return ""
+	vs := invariant.CheckLevelPlan(before, creates, deletes)
+	return first(vs)
 }
 
 // replicaUnits are the PCS replicas as units; a replica is available when every
@@ -167,7 +159,7 @@ func childUnits(in rollout.SetInput, cp rollout.ChildPlan, spec *v1alpha1.PodCli
 	case rollout.KindGroup:
 		for _, g := range r.Groups {
 			if g.Name == cp.Role {
-				gs := groupSpec(spec, cp.Role)
+				gs := spec.Template.ScalingGroup(cp.Role)
 				return rollout.GroupUnits(memberMinimums(spec, gs), g.Replicas)
 			}
 		}
@@ -190,26 +182,9 @@ func childUnits(in rollout.SetInput, cp rollout.ChildPlan, spec *v1alpha1.PodCli
 	return nil
 }
 
-func groupSpec(spec *v1alpha1.PodCliqueSetSpec, name string) *v1alpha1.PodCliqueScalingGroupConfig {
-	for i := range spec.Template.PodCliqueScalingGroups {
-		if spec.Template.PodCliqueScalingGroups[i].Name == name {
-			return &spec.Template.PodCliqueScalingGroups[i]
-		}
-	}
-	return nil
-}
-
-func partitionOf(spec *v1alpha1.PodCliqueSetSpec) int32 {
-	if ru := spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
-
 // roleState is one role of one live PCS replica after a plan was applied.
 type roleState struct {
 	name, rev             string
-	replicas              int32
 	updated, updatedReady int32
 	outdated              bool
 }
@@ -227,7 +202,7 @@ func (s *sim) roleStates(r *replica) []roleState {
 		if s.spec.Template.ScalingGroupOf(cs.Name) != nil {
 			continue
 		}
-		st := roleState{name: cs.Name, rev: roleRev(cs.Name), replicas: cs.Replicas}
+		st := roleState{name: cs.Name, rev: roleRev(cs.Name)}
 		if c := r.clique(cs.Name); c != nil {
 			for _, p := range c.pods {
 				if p.terminating || p.index >= cs.Replicas {
@@ -246,7 +221,7 @@ func (s *sim) roleStates(r *replica) []roleState {
 		out = append(out, st)
 	}
 	for _, gs := range s.spec.Template.PodCliqueScalingGroups {
-		st := roleState{name: gs.Name, rev: roleRev(gs.Name), replicas: gs.Replicas}
+		st := roleState{name: gs.Name, rev: roleRev(gs.Name)}
 		if g := r.group(gs.Name); g != nil {
 			obs := s.model.observe(s.spec.MinReadySeconds, now)
 			var reps []rollout.GroupReplicaObservation
@@ -287,23 +262,23 @@ func (c *checker) state(s *sim) string {
 		c.outdated, c.prefix = map[int32]bool{}, map[int32]int{}
 		c.rev = rev
 	}
-	recreate := s.spec.UpdateStrategy.Type == v1alpha1.ReplicaRecreateStrategyType
-	partition := partitionOf(s.spec)
-	var steps []v1alpha1.RoleUpgradeStep
-	if ru := s.spec.UpdateStrategy.RoleUpgrade; ru != nil && s.spec.UpdateStrategy.Type.IsRollingUpdate() {
-		steps = ru.Steps
+	hold := invariant.HoldOf(s.spec)
+	steps, err := invariant.Steps(s.spec)
+	if err != nil {
+		return err.Error()
 	}
 	for _, r := range s.model.replicas {
 		if r.terminating {
 			continue
 		}
-		if recreate {
-			if revs := r.setRevisions(); len(revs) > 1 {
-				return fmt.Sprintf("ReplicaRecreate: replica %d runs revisions %v", r.index, revs)
-			}
+		if v := first(invariant.CheckOneRevisionPerReplica(s.spec.UpdateStrategy.Type, r.index, r.setRevisions(), "")); v != "" {
+			return v
 		}
 		states := s.roleStates(r)
-		c.advanceSteps(r.index, steps, states)
+		// the readiness the planner saw in this pass: a plan never makes a unit
+		// ready, and deletes only outdated or surge units, so the state after it
+		// shows the same readiness
+		c.prefix[r.index] = invariant.StepsDone(steps, c.prefix[r.index], roleReadiness(states))
 		hadOutdated := c.outdated[r.index]
 		outdated := false
 		for _, st := range states {
@@ -312,12 +287,12 @@ func (c *checker) state(s *sim) string {
 			// for this revision, so a unit deleted by hand may come back
 			prev, seen := c.updated[k]
 			if seen && st.updated > prev && s.roleChanging(st.name) {
-				if s.spec.Paused || r.index < partition {
-					return fmt.Sprintf("replica %d role %s: updated units grew %d -> %d while paused or below partition %d", r.index, st.name, prev, st.updated, partition)
+				if v := first(invariant.CheckHeld(hold, r.index, fmt.Sprintf("updated units of role %s grew %d -> %d", st.name, prev, st.updated))); v != "" {
+					return v
 				}
-				if hadOutdated && len(steps) > 0 {
-					if j := firstStepAllowing(s.spec, steps, st.name, st.updated); c.prefix[r.index] < j {
-						return fmt.Sprintf("replica %d role %s: %d units updated before role step %d started (steps satisfied: %d)", r.index, st.name, st.updated, j, c.prefix[r.index])
+				if hadOutdated {
+					if v := first(invariant.CheckRoleStepOrder(steps, c.prefix[r.index], r.index, st.name, st.updated)); v != "" {
+						return v
 					}
 				}
 			}
@@ -329,44 +304,12 @@ func (c *checker) state(s *sim) string {
 	return ""
 }
 
-// advanceSteps moves a replica's satisfied-steps prefix forward on the readiness
-// the planner saw in this pass (a plan never makes a unit ready, and deletes only
-// outdated or surge units, so the state after it shows the same readiness).
-func (c *checker) advanceSteps(replica int32, steps []v1alpha1.RoleUpgradeStep, states []roleState) {
-	for c.prefix[replica] < len(steps) {
-		st := steps[c.prefix[replica]]
-		var rs roleState
-		for _, x := range states {
-			if x.name == st.Role {
-				rs = x
-			}
-		}
-		target, _ := rollout.ResolveUpdateTo(st.UpdateTo, rs.replicas)
-		if rs.updatedReady < target {
-			return
-		}
-		c.prefix[replica]++
+func roleReadiness(states []roleState) []invariant.Role {
+	out := make([]invariant.Role, 0, len(states))
+	for _, st := range states {
+		out = append(out, invariant.Role{Name: st.name, UpdatedReady: st.updatedReady})
 	}
-}
-
-// firstStepAllowing is the first step that lets role reach n updated units;
-// len(steps) for a role no step allows that far.
-func firstStepAllowing(spec *v1alpha1.PodCliqueSetSpec, steps []v1alpha1.RoleUpgradeStep, role string, n int32) int {
-	for j, st := range steps {
-		if st.Role != role {
-			continue
-		}
-		replicas := int32(0)
-		if c := spec.Template.Clique(role); c != nil {
-			replicas = c.Replicas
-		} else if g := groupSpec(spec, role); g != nil {
-			replicas = g.Replicas
-		}
-		if t, _ := rollout.ResolveUpdateTo(st.UpdateTo, replicas); t >= n {
-			return j
-		}
-	}
-	return len(steps)
+	return out
 }
 
 // setRevisions lists the PodCliqueSet revisions of a replica's live pods and group replicas.
@@ -412,7 +355,7 @@ func (c *checker) final(s *sim) string {
 	if !slices.Equal(got, seq(want)) {
 		return fmt.Sprintf("completed with PCS replicas %v, want [0, %d)", got, want)
 	}
-	all := partitionOf(spec) == 0 && !spec.Paused
+	all := invariant.HoldOf(spec) == invariant.Hold{}
 	roleRev := func(role string) string {
 		if rev, ok := s.revs.Update.Role(role); ok {
 			return rev

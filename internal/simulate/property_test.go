@@ -104,7 +104,7 @@ func drawSteps(t *rapid.T, spec *v1alpha1.PodCliqueSetSpec, roles []string) []v1
 		replicas := int32(0)
 		if c := spec.Template.Clique(role); c != nil {
 			replicas = c.Replicas
-		} else if g := groupSpec(spec, role); g != nil {
+		} else if g := spec.Template.ScalingGroup(role); g != nil {
 			replicas = g.Replicas
 		}
 		n := int32(rapid.IntRange(int(max(reached[role], 1)), int(replicas)).Draw(t, "updateTo"))

@@ -59,7 +59,7 @@ func (s *sim) sample() {
 			add(c.Name, a, u)
 		}
 		for _, g := range o.Groups {
-			gs := groupSpec(s.spec, g.Name)
+			gs := s.spec.Template.ScalingGroup(g.Name)
 			if gs == nil {
 				continue
 			}

@@ -35,7 +35,7 @@ func TestMonitor_WatchesARealAPIServer(t *testing.T) {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	pcs := &v1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: pcsName, Namespace: ns.Name}, Spec: seed000CliqueSurge()}
+	pcs := &v1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: pcsName, Namespace: ns.Name}, Spec: cliqueSurge()}
 	if err := c.Create(ctx, pcs); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package monitor
 
 import (
-	"github.com/lockstep-dev/lockstep/internal/rollout"
+	"github.com/lockstep-dev/lockstep/internal/invariant"
 )
 
 // history is what the checks remember from earlier snapshots: a snapshot alone
@@ -48,21 +48,13 @@ func (h *history) advance(targets []*target, s *snapshot) {
 		h.lastRan[k] = v
 	}
 	for _, t := range targets {
-		steps := t.steps()
-		if len(steps) == 0 {
+		if len(t.steps) == 0 {
 			continue
 		}
 		for replica := range s.replicaIndices() {
 			k := replicaTarget{t.key, replica}
 			h.updating[k] = h.updating[k] || hasOutdated(t, s, replica)
-			for h.stepsDone[k] < len(steps) {
-				st := steps[h.stepsDone[k]]
-				need, err := rollout.ResolveUpdateTo(st.UpdateTo, t.roleReplicas(st.Role))
-				if err != nil || updatedReady(t, s, replica, st.Role) < need {
-					break
-				}
-				h.stepsDone[k]++
-			}
+			h.stepsDone[k] = invariant.StepsDone(t.steps, h.stepsDone[k], stepRoles(t, s, replica))
 		}
 	}
 }

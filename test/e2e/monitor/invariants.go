@@ -2,39 +2,27 @@ package monitor
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
-	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/rollout"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/invariant"
 )
 
-// Invariant names one rule of DESIGN.md principle 4.
-type Invariant string
+// Invariant names one rollout invariant; the rules themselves live in package
+// invariant, shared with the simulator.
+type Invariant = invariant.Name
 
 // The invariants the monitor checks on every event.
 const (
-	// UnitsWithinSurge: never more than replicas + maxSurge units at a level
-	// (pods of a PodClique, replicas of a scaling group, PCS replicas), counting
-	// terminating units as the planner does.
-	UnitsWithinSurge Invariant = "units-within-surge"
-	// AvailabilityFloor: the operator never deletes an available unit when that
-	// leaves fewer than replicas − maxUnavailable available at its level.
-	AvailabilityFloor Invariant = "availability-floor"
-	// OnDeleteNoUpdate: under OnDelete the operator deletes pods only to scale in.
-	OnDeleteNoUpdate Invariant = "ondelete-no-update-deletes"
-	// OneRevisionPerReplica: under ReplicaRecreate no PCS replica runs pods of two
-	// PodCliqueSet revisions at once.
-	OneRevisionPerReplica Invariant = "one-revision-per-replica"
-	// RoleStepOrder: a role gets its n-th updated unit only after every step
-	// before the first step allowing n is satisfied.
-	RoleStepOrder Invariant = "role-step-order"
-	// PartitionHolds: PCS replicas below the partition do not move to the target.
-	PartitionHolds Invariant = "partition-holds"
-	// PauseHolds: while paused, nothing moves to the target.
-	PauseHolds Invariant = "pause-holds"
+	UnitsWithinSurge      = invariant.UnitsWithinSurge
+	AvailabilityFloor     = invariant.AvailabilityFloor
+	OnDeleteNoUpdate      = invariant.OnDeleteNoUpdate
+	OneRevisionPerReplica = invariant.OneRevisionPerReplica
+	RoleStepOrder         = invariant.RoleStepOrder
+	PartitionHolds        = invariant.PartitionHolds
+	PauseHolds            = invariant.PauseHolds
 )
 
 // Violation is an invariant broken at one moment.
@@ -103,218 +91,123 @@ func underEverySpec(c check, targets []*target, h *history, before, after *snaps
 	return newest
 }
 
-func violation(inv Invariant, format string, args ...any) []Violation {
-	return []Violation{{Invariant: inv, Detail: fmt.Sprintf(format, args...)}}
+// about turns the rules' violations into the monitor's, naming the object that
+// broke them.
+func about(vs []invariant.Violation, format string, args ...any) []Violation {
+	out := make([]Violation, 0, len(vs))
+	for _, v := range vs {
+		detail := v.Detail
+		if format != "" {
+			detail = fmt.Sprintf(format, args...) + ": " + detail
+		}
+		out = append(out, Violation{Invariant: v.Rule, Detail: detail})
+	}
+	return out
 }
 
 // checkUnitsWithinSurge runs on every creation, at every level the new object
 // counts in. Deletions and scale-ins never add units, so they need no check.
-func checkUnitsWithinSurge(t *target, _ *history, _, after *snapshot, ev Event) []Violation {
-	var out []Violation
+func checkUnitsWithinSurge(t *target, _ *history, before, after *snapshot, ev Event) []Violation {
+	var vs []invariant.Violation
 	switch ev.Kind {
 	case PodCreated:
 		p, ok := after.pods[ev.Name]
 		if !ok {
 			return nil
 		}
-		out = append(out, cliqueWithinSurge(t, after, p.cliqueKey)...)
+		vs = invariant.CheckUnitsWithinSurge(cliqueLevel(t, before, p.cliqueKey, ev.Time), cliqueLevel(t, after, p.cliqueKey, ev.Time))
 		if p.Group != "" {
-			out = append(out, groupWithinSurge(t, after, p.Replica, p.Group)...)
+			vs = append(vs, invariant.CheckUnitsWithinSurge(groupLevel(t, before, p.Replica, p.Group, ev.Time), groupLevel(t, after, p.Replica, p.Group, ev.Time))...)
 		}
 	case PodCliqueCreated:
 		if c, ok := after.cliques[ev.Name]; ok && c.Group != "" {
-			out = append(out, groupWithinSurge(t, after, c.Replica, c.Group)...)
+			vs = invariant.CheckUnitsWithinSurge(groupLevel(t, before, c.Replica, c.Group, ev.Time), groupLevel(t, after, c.Replica, c.Group, ev.Time))
 		}
 	case ScalingGroupCreated:
 	default:
 		return nil
 	}
-	return append(out, setWithinSurge(t, after)...)
+	vs = append(vs, invariant.CheckUnitsWithinSurge(setLevel(t, before, ev.Time), setLevel(t, after, ev.Time))...)
+	return about(vs, "%s %s", ev.Kind, ev.Name)
 }
 
-func cliqueWithinSurge(t *target, s *snapshot, k cliqueKey) []Violation {
-	c := t.clique(k.Clique)
-	if c == nil {
-		return nil
-	}
-	most := mostUnits(replicaCounts(c.Replicas, s.cliqueObjectReplicas(k)), func(r int32) (rollout.Fenceposts, error) {
-		return t.cliqueLimits(k.Clique, r)
-	})
-	if n := int32(len(s.podsIn(k))); n > most {
-		return violation(UnitsWithinSurge, "%s has %d pods (terminating included), more than replicas + maxSurge = %d", k, n, most)
-	}
-	return nil
-}
-
-func groupWithinSurge(t *target, s *snapshot, replica int32, group string) []Violation {
-	g := t.group(group)
-	if g == nil {
-		return nil
-	}
-	most := mostUnits(replicaCounts(g.Replicas, s.groupObjectReplicas(replica, group)), func(r int32) (rollout.Fenceposts, error) {
-		return t.groupLimits(group, r)
-	})
-	if idx := s.groupReplicaIndices(replica, group); int32(len(idx)) > most {
-		return violation(UnitsWithinSurge, "replica %d group %s has %d group replicas %v (terminating included), more than replicas + maxSurge = %d",
-			replica, group, len(idx), sortedKeys(idx), most)
-	}
-	return nil
-}
-
-func setWithinSurge(t *target, s *snapshot) []Violation {
-	most := mostUnits([]int32{t.replicas()}, t.setLimits)
-	if idx := s.replicaIndices(); int32(len(idx)) > most {
-		return violation(UnitsWithinSurge, "the PodCliqueSet has %d replicas %v (terminating included), more than replicas + maxSurge = %d",
-			len(idx), sortedKeys(idx), most)
-	}
-	return nil
-}
-
-// checkAvailabilityFloor runs on every deletion the test did not announce. A
-// deletion that costs nothing (the unit was not available) is always allowed:
-// replacing broken units must not need budget.
+// checkAvailabilityFloor runs on every deletion the test did not announce, at
+// the level whose unit the deleted pod belongs to.
 func checkAvailabilityFloor(t *target, _ *history, before, after *snapshot, ev Event) []Violation {
 	d, ok := operatorDeletion(before, after, ev)
 	if !ok {
 		return nil
 	}
-	if t.strategy() == v1alpha1.ReplicaRecreateStrategyType {
+	p := d.pod
+	var vs []invariant.Violation
+	switch {
+	case t.strategy() == v1alpha1.ReplicaRecreateStrategyType:
 		// whole PCS replicas are the unit; their cliques go down together
-		return setFloor(t, before, after, d)
-	}
-	if d.pod.Replica >= t.replicas() {
+		vs = invariant.CheckAvailabilityFloor(setLevel(t, before, d.requested), setLevel(t, after, d.settled), []int32{p.Replica})
+	case p.Replica >= t.replicas():
 		return nil // the whole PCS replica is being scaled in
+	case p.Group != "":
+		vs = invariant.CheckAvailabilityFloor(groupLevel(t, before, p.Replica, p.Group, d.requested), groupLevel(t, after, p.Replica, p.Group, d.settled), []int32{p.GroupReplica})
+	default:
+		vs = invariant.CheckAvailabilityFloor(cliqueLevel(t, before, p.cliqueKey, d.requested), cliqueLevel(t, after, p.cliqueKey, d.settled), []int32{p.Index})
 	}
-	if d.pod.Group != "" {
-		return groupFloor(t, before, after, d)
-	}
-	return cliqueFloor(t, after, d)
-}
-
-func cliqueFloor(t *target, after *snapshot, d deletion) []Violation {
-	p := d.pod
-	c := t.clique(p.Clique)
-	if c == nil || !p.available(t.spec.MinReadySeconds, d.requested) {
-		return nil
-	}
-	floor := leastAvailable(replicaCounts(c.Replicas, after.cliqueObjectReplicas(p.cliqueKey)), func(r int32) (rollout.Fenceposts, error) {
-		return t.cliqueLimits(p.Clique, r)
-	})
-	n := int32(0)
-	for _, q := range after.podsIn(p.cliqueKey) {
-		if q.available(t.spec.MinReadySeconds, d.settled) {
-			n++
-		}
-	}
-	if n < floor {
-		return violation(AvailabilityFloor, "deleting available pod %s leaves %s with %d available pods, below replicas − maxUnavailable = %d",
-			p.Name, p.cliqueKey, n, floor)
-	}
-	return nil
-}
-
-func groupFloor(t *target, before, after *snapshot, d deletion) []Violation {
-	p := d.pod
-	g := t.group(p.Group)
-	if g == nil || !groupReplicaAvailable(t, before, p.Replica, p.Group, p.GroupReplica, d.requested) ||
-		groupReplicaAvailable(t, after, p.Replica, p.Group, p.GroupReplica, d.settled) {
-		return nil
-	}
-	floor := leastAvailable(replicaCounts(g.Replicas, after.groupObjectReplicas(p.Replica, p.Group)), func(r int32) (rollout.Fenceposts, error) {
-		return t.groupLimits(p.Group, r)
-	})
-	if n := availableGroupReplicas(t, after, p.Replica, p.Group, d.settled); n < floor {
-		return violation(AvailabilityFloor, "deleting pod %s takes group replica %s-%d of replica %d down, leaving %d available group replicas, below replicas − maxUnavailable = %d",
-			p.Name, p.Group, p.GroupReplica, p.Replica, n, floor)
-	}
-	return nil
-}
-
-func setFloor(t *target, before, after *snapshot, d deletion) []Violation {
-	p := d.pod
-	if !replicaAvailable(t, before, p.Replica, d.requested) || replicaAvailable(t, after, p.Replica, d.settled) {
-		return nil
-	}
-	floor := leastAvailable([]int32{t.replicas()}, t.setLimits)
-	if n := availableReplicas(t, after, d.settled); n < floor {
-		return violation(AvailabilityFloor, "deleting pod %s takes PCS replica %d down, leaving %d available PCS replicas, below replicas − maxUnavailable = %d",
-			p.Name, p.Replica, n, floor)
-	}
-	return nil
+	return about(vs, "the operator deleted pod %s", p.Name)
 }
 
 // checkOnDeleteNoUpdate: under OnDelete the only reason for the operator to
-// delete a pod is a scale-in.
+// delete a pod is a scale-in of its PCS replica, its group replica or its clique.
 func checkOnDeleteNoUpdate(t *target, _ *history, before, after *snapshot, ev Event) []Violation {
 	if t.strategy() != v1alpha1.OnDeleteStrategyType {
 		return nil
 	}
 	d, ok := operatorDeletion(before, after, ev)
-	if !ok || scaledIn(t, before, d.pod) {
+	if !ok {
 		return nil
 	}
 	p := d.pod
+	if p.Replica >= t.replicas() || t.clique(p.Clique) == nil {
+		return nil
+	}
+	var at []invariant.Placement
+	if p.Group != "" {
+		if t.spec.Template.ScalingGroup(p.Group) == nil {
+			return nil
+		}
+		g := groupLevel(t, before, p.Replica, p.Group, d.requested)
+		at = append(at, invariant.Placement{Level: &g, Index: p.GroupReplica})
+	}
+	c := cliqueLevel(t, before, p.cliqueKey, d.requested)
+	at = append(at, invariant.Placement{Level: &c, Index: p.Index})
 	state := "already on the target template"
 	if !t.updated(p) {
 		state = fmt.Sprintf("outdated (hash %s, target %s)", p.TemplateHash, t.hashes[p.Clique])
 	}
-	return violation(OnDeleteNoUpdate, "the operator deleted pod %s of %s, %s, and no scale-in asked for it", p.Name, p.cliqueKey, state)
-}
-
-// scaledIn reports whether a scale-in explains a pod's deletion: its PCS
-// replica, group replica or index is at or above the replicas wanted, or its
-// clique or group has more live units than wanted.
-func scaledIn(t *target, before *snapshot, p podState) bool {
-	c := t.clique(p.Clique)
-	if p.Replica >= t.replicas() || c == nil {
-		return true
-	}
-	if p.Group != "" {
-		g := t.group(p.Group)
-		if g == nil {
-			return true
-		}
-		want := fewest(replicaCounts(g.Replicas, before.groupObjectReplicas(p.Replica, p.Group)))
-		return p.GroupReplica >= want || before.liveGroupReplicas(p.Replica, p.Group) > want || p.Index >= c.Replicas
-	}
-	want := fewest(replicaCounts(c.Replicas, before.cliqueObjectReplicas(p.cliqueKey)))
-	live := int32(0)
-	for _, q := range before.podsIn(p.cliqueKey) {
-		if !q.Terminating {
-			live++
-		}
-	}
-	return p.Index >= want || live > want
+	return about(invariant.CheckOnDeleteNoUpdate(t.strategy(), invariant.Deletion{Index: p.Index}, at...), "the operator deleted pod %s, %s", p.Name, state)
 }
 
 // checkOneRevisionPerReplica runs on creations: a mix of revisions can only
 // start with a pod created next to live pods of another revision.
 func checkOneRevisionPerReplica(t *target, _ *history, _, after *snapshot, ev Event) []Violation {
-	if t.strategy() != v1alpha1.ReplicaRecreateStrategyType || ev.Kind != PodCreated {
+	if ev.Kind != PodCreated {
 		return nil
 	}
 	p, ok := after.pods[ev.Name]
 	if !ok || p.SetRevision == "" {
 		return nil
 	}
-	revs := map[string]bool{}
+	var revs []string
 	for _, q := range after.pods {
 		if q.Replica == p.Replica && !q.Terminating && q.SetRevision != "" {
-			revs[q.SetRevision] = true
+			revs = append(revs, q.SetRevision)
 		}
 	}
-	if len(revs) > 1 {
-		return violation(OneRevisionPerReplica, "PCS replica %d runs revisions %v at once: pod %s was created at %s",
-			p.Replica, sortedKeys(revs), p.Name, p.SetRevision)
-	}
-	return nil
+	return about(invariant.CheckOneRevisionPerReplica(t.strategy(), p.Replica, revs, fmt.Sprintf("pod %s was created at %s", p.Name, p.SetRevision)), "")
 }
 
 // checkRoleStepOrder runs on creations of pods on the target inside a PCS
 // replica being rolled.
 func checkRoleStepOrder(t *target, h *history, before, after *snapshot, ev Event) []Violation {
-	steps := t.steps()
-	if len(steps) == 0 || ev.Kind != PodCreated {
+	if len(t.steps) == 0 || ev.Kind != PodCreated {
 		return nil
 	}
 	p, ok := after.pods[ev.Name]
@@ -330,36 +223,15 @@ func checkRoleStepOrder(t *target, h *history, before, after *snapshot, ev Event
 	if surgeUnit(t, p) {
 		n++ // the planner surges only while the role may take one more updated unit
 	}
-	first := firstStepAllowing(t, steps, role, n)
-	done := h.stepsDone[k]
-	if done >= first {
-		return nil
-	}
-	st := steps[done]
-	return violation(RoleStepOrder, "pod %s brings role %s of PCS replica %d to %d updated units, first allowed at step %d, but step %d (%s updateTo %s) is not satisfied",
-		p.Name, role, p.Replica, n, first, done, st.Role, st.UpdateTo.String())
-}
-
-// firstStepAllowing is the first step that lets role reach n updated units;
-// len(steps) when none does (roles not named in a step update after the last).
-func firstStepAllowing(t *target, steps []v1alpha1.RoleUpgradeStep, role string, n int32) int {
-	for j, st := range steps {
-		if st.Role != role {
-			continue
-		}
-		if to, err := rollout.ResolveUpdateTo(st.UpdateTo, t.roleReplicas(role)); err == nil && to >= n {
-			return j
-		}
-	}
-	return len(steps)
+	return about(invariant.CheckRoleStepOrder(t.steps, h.stepsDone[k], p.Replica, role, n), "pod %s", p.Name)
 }
 
 // surgeUnit: the pod belongs to a unit above its role's replicas.
 func surgeUnit(t *target, p podState) bool {
-	if g := t.group(p.Group); g != nil {
+	if g := t.spec.Template.ScalingGroup(p.Group); g != nil {
 		return p.GroupReplica >= g.Replicas
 	}
-	return p.Index >= t.roleReplicas(p.Clique)
+	return p.Index >= invariant.RoleReplicas(&t.spec, p.Clique)
 }
 
 // checkHeld: below the partition and while paused a role must not move to the
@@ -373,14 +245,6 @@ func checkHeld(t *target, h *history, before, after *snapshot, ev Event) []Viola
 	if !ok || !t.updated(p) {
 		return nil
 	}
-	inv, why := PauseHolds, "while paused"
-	switch {
-	case p.Replica < t.partition():
-		inv, why = PartitionHolds, fmt.Sprintf("below partition %d", t.partition())
-	case t.spec.Paused:
-	default:
-		return nil
-	}
 	off := map[string]bool{}
 	for _, r := range h.ran(before, p.Replica, p.role()) {
 		if r.hash != t.hashes[r.clique] {
@@ -390,8 +254,8 @@ func checkHeld(t *target, h *history, before, after *snapshot, ev Event) []Viola
 	if len(off) == 0 {
 		return nil
 	}
-	return violation(inv, "pod %s was created on the target template (hash %s) in PCS replica %d %s, where role %s still runs %v",
-		p.Name, p.TemplateHash, p.Replica, why, p.role(), sortedKeys(off))
+	moved := fmt.Sprintf("pod %s was created on the target template (hash %s), where role %s still runs %v", p.Name, p.TemplateHash, p.role(), sortedKeys(off))
+	return about(invariant.CheckHeld(t.hold, p.Replica, moved), "")
 }
 
 // deletion is a pod the operator deleted, with the times to judge it at.
@@ -434,40 +298,6 @@ func replicaCounts(spec int32, object []int32) []int32 {
 		}
 	}
 	return out
-}
-
-// mostUnits is the largest replicas + maxSurge over counts; unbounded when no
-// limit resolves (newTarget has already refused specs whose limits do not).
-func mostUnits(counts []int32, limits func(int32) (rollout.Fenceposts, error)) int32 {
-	most := int32(-1)
-	for _, r := range counts {
-		if fp, err := limits(r); err == nil {
-			most = max(most, r+fp.MaxSurge)
-		}
-	}
-	if most < 0 {
-		return math.MaxInt32
-	}
-	return most
-}
-
-// leastAvailable is the smallest replicas − maxUnavailable over counts.
-func leastAvailable(counts []int32, limits func(int32) (rollout.Fenceposts, error)) int32 {
-	least := int32(-1)
-	for _, r := range counts {
-		fp, err := limits(r)
-		if err != nil {
-			continue
-		}
-		if f := r - fp.MaxUnavailable; least < 0 || f < least {
-			least = f
-		}
-	}
-	return max(least, 0)
-}
-
-func fewest(counts []int32) int32 {
-	return slices.Min(counts)
 }
 
 func sortedKeys[K int32 | string](m map[K]bool) []K {

@@ -11,15 +11,15 @@ import (
 
 const fe = "frontend"
 
-// seed000CliqueSurge is seed 000's PodClique example: replicas 3, maxSurge 1,
+// cliqueSurge is a PodClique surging one pod: replicas 3, maxSurge 1,
 // maxUnavailable 0.
-func seed000CliqueSurge() v1alpha1.PodCliqueSetSpec {
+func cliqueSurge() v1alpha1.PodCliqueSetSpec {
 	return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{withLimits(clique(fe, 3), "1", "0")})
 }
 
-// seed000CliqueSurgeRollout is the example's sequence: surge 3, then replace 0,
+// cliqueSurgeRollout is the example's sequence: surge 3, then replace 0,
 // 1 and 2 one by one, then remove the surge pod.
-func seed000CliqueSurgeRollout() []step {
+func cliqueSurgeRollout() []step {
 	return []step{
 		create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
 		ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
@@ -32,15 +32,15 @@ func seed000CliqueSurgeRollout() []step {
 	}
 }
 
-// seed000GroupSurge is seed 000's scaling-group example: replicas 3,
+// groupSurge is a scaling group surging one group replica: replicas 3,
 // minAvailable 3, maxSurge 1, maxUnavailable 0; a group replica is a leader and
 // two workers.
-func seed000GroupSurge() v1alpha1.PodCliqueSetSpec {
+func groupSurge() v1alpha1.PodCliqueSetSpec {
 	return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique("leader", 1), clique("worker", 2)},
 		groupWithLimits(group("model", 3, 3, "leader", "worker"), "1", "0"))
 }
 
-func seed000GroupSurgeRollout() []step {
+func groupSurgeRollout() []step {
 	return []step{
 		upGroupReplica(0, "model", 0, "v1"), upGroupReplica(0, "model", 1, "v1"), upGroupReplica(0, "model", 2, "v1"),
 		rollTo("v2"),
@@ -52,7 +52,7 @@ func seed000GroupSurgeRollout() []step {
 	}
 }
 
-// recreateWithSurge is seed 000's ReplicaRecreate example: replicas 2,
+// recreateWithSurge is ReplicaRecreate surging one PCS replica: replicas 2,
 // maxUnavailable 0, maxSurge 1.
 func recreateWithSurge() v1alpha1.PodCliqueSetSpec {
 	return recreate(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), "1", "0")
@@ -75,11 +75,11 @@ func recreateWithSurgeRollout() []step {
 
 func TestUnitsWithinSurge(t *testing.T) {
 	runScenarios(t, []scenario{
-		{name: "seed 000 PodClique surge holds", spec: seed000CliqueSurge(), steps: seed000CliqueSurgeRollout()},
+		{name: "a PodClique surging one pod holds", spec: cliqueSurge(), steps: cliqueSurgeRollout()},
 		{
 			name:     "a second surge pod breaks it",
-			spec:     seed000CliqueSurge(),
-			steps:    seed000CliqueSurgeRollout()[:8], // surge pod 3 created
+			spec:     cliqueSurge(),
+			steps:    cliqueSurgeRollout()[:8], // surge pod 3 created
 			breaking: []step{create(sp(0, fe, 4), "v2")},
 			want:     UnitsWithinSurge,
 		},
@@ -94,24 +94,24 @@ func TestUnitsWithinSurge(t *testing.T) {
 		},
 		{
 			name: "a scale-in leaves units above replicas without breaking it",
-			spec: seed000CliqueSurge(),
+			spec: cliqueSurge(),
 			steps: []step{
 				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
 				change(func(s *v1alpha1.PodCliqueSetSpec) { s.Template.Cliques[0].Replicas = 1 }),
 				del(sp(0, fe, 2)), gone(sp(0, fe, 2)),
 			},
 		},
-		{name: "seed 000 scaling-group surge holds", spec: seed000GroupSurge(), steps: seed000GroupSurgeRollout()},
+		{name: "a scaling group surging one group replica holds", spec: groupSurge(), steps: groupSurgeRollout()},
 		{
 			name:     "a second surge group replica breaks it",
-			spec:     seed000GroupSurge(),
-			steps:    seed000GroupSurgeRollout()[:5], // surge replica 3 up
+			spec:     groupSurge(),
+			steps:    groupSurgeRollout()[:5], // surge replica 3 up
 			breaking: []step{create(gp(0, "model", 4, "leader", 0), "v2")},
 			want:     UnitsWithinSurge,
 		},
 		{
 			name: "member cliques never surge",
-			spec: seed000GroupSurge(),
+			spec: groupSurge(),
 			steps: []step{
 				upGroupReplica(0, "model", 0, "v1"),
 			},
@@ -141,22 +141,22 @@ func TestAvailabilityFloor(t *testing.T) {
 		return setSpec(1, []v1alpha1.PodCliqueTemplateSpec{withMinAvailable(clique(fe, 2), 1)}) // maxUnavailable 1
 	}
 	runScenarios(t, []scenario{
-		{name: "seed 000 PodClique surge holds", spec: seed000CliqueSurge(), steps: seed000CliqueSurgeRollout()},
+		{name: "a PodClique surging one pod holds", spec: cliqueSurge(), steps: cliqueSurgeRollout()},
 		{
 			name:     "deleting before the surge pod is ready breaks it",
-			spec:     seed000CliqueSurge(),
-			steps:    seed000CliqueSurgeRollout()[:8], // surge pod 3 created, not ready
+			spec:     cliqueSurge(),
+			steps:    cliqueSurgeRollout()[:8], // surge pod 3 created, not ready
 			breaking: []step{del(sp(0, fe, 0))},
 			want:     AvailabilityFloor,
 		},
 		{
 			name:  "a deletion the test announced is not the operator's",
-			spec:  seed000CliqueSurge(),
-			steps: append(seed000CliqueSurgeRollout()[:8], announce(sp(0, fe, 0)), del(sp(0, fe, 0))),
+			spec:  cliqueSurge(),
+			steps: append(cliqueSurgeRollout()[:8], announce(sp(0, fe, 0)), del(sp(0, fe, 0))),
 		},
 		{
 			name: "an announcement covers only the pod that existed",
-			spec: seed000CliqueSurge(),
+			spec: cliqueSurge(),
 			steps: []step{
 				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
 				ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
@@ -186,7 +186,7 @@ func TestAvailabilityFloor(t *testing.T) {
 		},
 		{
 			name: "a pod ready for less than minReadySeconds is not yet available",
-			spec: func() v1alpha1.PodCliqueSetSpec { s := seed000CliqueSurge(); s.MinReadySeconds = 30; return s }(),
+			spec: func() v1alpha1.PodCliqueSetSpec { s := cliqueSurge(); s.MinReadySeconds = 30; return s }(),
 			steps: []step{
 				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
 				ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
@@ -196,7 +196,7 @@ func TestAvailabilityFloor(t *testing.T) {
 			breaking: []step{wait(30 * time.Second), del(sp(0, fe, 1))},
 			want:     AvailabilityFloor,
 		},
-		{name: "seed 000 scaling-group surge holds", spec: seed000GroupSurge(), steps: seed000GroupSurgeRollout()},
+		{name: "a scaling group surging one group replica holds", spec: groupSurge(), steps: groupSurgeRollout()},
 		{
 			name: "two group replicas down at once break it",
 			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique("leader", 1), clique("worker", 2)}, group("model", 3, 1, "leader", "worker")),
@@ -237,7 +237,7 @@ func TestAvailabilityFloor(t *testing.T) {
 }
 
 func TestOnDeleteNoUpdate(t *testing.T) {
-	// seed 001's test plan on a standalone clique and a scaling group
+	// OnDelete on a standalone clique and a scaling group
 	spec := func() v1alpha1.PodCliqueSetSpec {
 		return onDelete(setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 3), clique("leader", 1), clique("worker", 1)},
 			group("model", 2, 1, "leader", "worker")))
@@ -245,7 +245,7 @@ func TestOnDeleteNoUpdate(t *testing.T) {
 	started := []step{upReplica(0, "v1"), rollTo("v2")}
 	runScenarios(t, []scenario{
 		{
-			name: "seed 001: nothing deleted for an update, hand-deleted units come back new, scale-in removes outdated first",
+			name: "nothing deleted for an update, hand-deleted units come back new, scale-in removes outdated first",
 			spec: spec(),
 			steps: append(started,
 				wait(time.Minute),
@@ -302,9 +302,9 @@ func TestOneRevisionPerReplica(t *testing.T) {
 }
 
 func TestRoleStepOrder(t *testing.T) {
-	// seed 003: prefill and decode scaling groups, decode 1 → prefill 1 →
+	// prefill and decode scaling groups, decode 1 → prefill 1 →
 	// prefill all → decode all, inside every PCS replica
-	seed003 := func() v1alpha1.PodCliqueSetSpec {
+	disaggregated := func() v1alpha1.PodCliqueSetSpec {
 		return roleSteps(setSpec(1,
 			[]v1alpha1.PodCliqueTemplateSpec{clique("p-leader", 1), clique("p-worker", 1), clique("d-leader", 1), clique("d-worker", 1)},
 			group("prefill", 2, 1, "p-leader", "p-worker"), group("decode", 2, 1, "d-leader", "d-worker")),
@@ -327,14 +327,14 @@ func TestRoleStepOrder(t *testing.T) {
 			fe, "50%", "backend", "100%", fe, "100%")
 	}
 	percentStart := []step{upReplica(0, "v1"), rollTo("v2"), replace(sp(0, fe, 0), "v2"), replace(sp(0, fe, 1), "v2")}
-	twoReplicas := func() v1alpha1.PodCliqueSetSpec { s := seed003(); s.Replicas = new(int32(2)); return s }
+	twoReplicas := func() v1alpha1.PodCliqueSetSpec { s := disaggregated(); s.Replicas = new(int32(2)); return s }
 	inReplicaOrder := func(replica int32, image string) step {
 		return steps(
 			replaceGroupReplica(replica, "decode", 0, image), replaceGroupReplica(replica, "prefill", 0, image),
 			replaceGroupReplica(replica, "prefill", 1, image), replaceGroupReplica(replica, "decode", 1, image))
 	}
 	runScenarios(t, []scenario{
-		{name: "seed 003 order holds", spec: seed003(), steps: inOrder},
+		{name: "the steps in order hold", spec: disaggregated(), steps: inOrder},
 		{
 			name:  "each PCS replica takes the steps on its own",
 			spec:  twoReplicas(),
@@ -342,14 +342,14 @@ func TestRoleStepOrder(t *testing.T) {
 		},
 		{
 			name: "a second template change mid-rollout starts the steps over",
-			spec: seed003(),
+			spec: disaggregated(),
 			steps: append(running,
 				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
 				rollTo("v3"), inReplicaOrder(0, "v3")),
 		},
 		{
 			name: "after a second template change the earlier steps no longer count",
-			spec: seed003(),
+			spec: disaggregated(),
 			steps: append(running,
 				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
 				rollTo("v3"), downGroupReplica(0, "prefill", 1)),
@@ -358,14 +358,14 @@ func TestRoleStepOrder(t *testing.T) {
 		},
 		{
 			name:     "prefill before decode 1 is ready breaks it",
-			spec:     seed003(),
+			spec:     disaggregated(),
 			steps:    append(running, downGroupReplica(0, "decode", 0), eachPod(inGroupReplica(0, "decode", 0), at("v2")), downGroupReplica(0, "prefill", 0)),
 			breaking: []step{create(gp(0, "prefill", 0, "p-leader", 0), "v2")},
 			want:     RoleStepOrder,
 		},
 		{
 			name: "decode all before prefill all is ready breaks it",
-			spec: seed003(),
+			spec: disaggregated(),
 			steps: append(running,
 				replaceGroupReplica(0, "decode", 0, "v2"), replaceGroupReplica(0, "prefill", 0, "v2"),
 				downGroupReplica(0, "prefill", 1), eachPod(inGroupReplica(0, "prefill", 1), at("v2")),
@@ -375,7 +375,7 @@ func TestRoleStepOrder(t *testing.T) {
 		},
 		{
 			name: "a rollback to the first template takes the steps again",
-			spec: seed003(),
+			spec: disaggregated(),
 			steps: append(append([]step(nil), inOrder...),
 				rollTo("v1"), downGroupReplica(0, "decode", 0), eachPod(inGroupReplica(0, "decode", 0), at("v1")),
 				downGroupReplica(0, "prefill", 0)),
@@ -384,7 +384,7 @@ func TestRoleStepOrder(t *testing.T) {
 		},
 		{
 			name:  "a brand-new PodCliqueSet is not held to the steps",
-			spec:  seed003(),
+			spec:  disaggregated(),
 			steps: []step{upReplica(0, "v1")},
 		},
 		{
@@ -558,7 +558,7 @@ func TestFreshSpecRead_ClearsAViolationTheWatchHadNotCaughtUpWith(t *testing.T) 
 // Nothing is checked once the PodCliqueSet is being deleted: its children go
 // all at once.
 func TestDeletingThePodCliqueSet_StopsTheChecks(t *testing.T) {
-	w := newWorld(t, seed000CliqueSurge())
+	w := newWorld(t, cliqueSurge())
 	w.run(upReplica(0, "v1"))
 	w.pcs.DeletionTimestamp = new(metav1.NewTime(w.now))
 	w.rec.observeSet(w.now, w.pcs.DeepCopy())

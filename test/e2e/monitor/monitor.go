@@ -1,6 +1,6 @@
 // Package monitor watches one PodCliqueSet during an end-to-end test and fails
-// the test the moment the operator breaks an invariant of DESIGN.md principle 4:
-// too many units, too few available, an OnDelete update, two revisions in a
+// the test the moment the operator breaks a rollout invariant (package
+// internal/invariant holds the rules): too many units, too few available, an OnDelete update, two revisions in a
 // ReplicaRecreate replica, role steps out of order, a partition or a pause not
 // held. It keeps a timeline of what happened to pods and Lockstep objects, which
 // a failing test prints and a passing one can assert orders on.

@@ -45,8 +45,8 @@ func monitorOn(w *world, o Options) *Monitor {
 }
 
 func TestPoll_ReturnsAtTheViolationNotAtTheDeadline(t *testing.T) {
-	w := newWorld(t, seed000CliqueSurge())
-	w.run(seed000CliqueSurgeRollout()[:8]...)
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()[:8]...)
 	m := monitorOn(w, Options{PollInterval: time.Hour}) // only the violation can wake Poll
 	go func() {
 		time.Sleep(20 * time.Millisecond)
@@ -64,7 +64,7 @@ func TestPoll_ReturnsAtTheViolationNotAtTheDeadline(t *testing.T) {
 }
 
 func TestPoll_ConditionTimeoutAndError(t *testing.T) {
-	m := monitorOn(newWorld(t, seed000CliqueSurge()), Options{PollInterval: time.Millisecond})
+	m := monitorOn(newWorld(t, cliqueSurge()), Options{PollInterval: time.Millisecond})
 	ctx := context.Background()
 	n := 0
 	if err := m.Poll(ctx, time.Minute, func() (bool, error) { n++; return n == 3, nil }); err != nil || n != 3 {
@@ -80,8 +80,8 @@ func TestPoll_ConditionTimeoutAndError(t *testing.T) {
 }
 
 func TestReport_FailsTheTestWithTheViolationAndItsTimeline(t *testing.T) {
-	w := newWorld(t, seed000CliqueSurge())
-	w.run(seed000CliqueSurgeRollout()[:8]...)
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()[:8]...)
 	w.run(create(sp(0, fe, 4), "v2"), create(sp(0, fe, 5), "v2"))
 	m := monitorOn(w, Options{})
 	tb := &fakeTB{}
@@ -103,15 +103,15 @@ func TestReport_FailsTheTestWithTheViolationAndItsTimeline(t *testing.T) {
 }
 
 func TestReport_LogsTheTimelineWhenTheTestFailedOtherwise(t *testing.T) {
-	w := newWorld(t, seed000CliqueSurge())
-	w.run(seed000CliqueSurgeRollout()...)
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()...)
 	tb := &fakeTB{failed: true}
 	monitorOn(w, Options{}).report(tb)
 	if len(tb.errs) != 0 || len(tb.logs) != 1 || !strings.Contains(tb.logs[0], "pod-deleted") {
 		t.Fatalf("errors %q, logs %q: want the timeline logged and no error", tb.errs, tb.logs)
 	}
 	clean := &fakeTB{}
-	monitorOn(newWorld(t, seed000CliqueSurge()), Options{}).report(clean)
+	monitorOn(newWorld(t, cliqueSurge()), Options{}).report(clean)
 	if len(clean.errs)+len(clean.logs) != 0 {
 		t.Fatalf("a passing test got errors %q, logs %q", clean.errs, clean.logs)
 	}
@@ -143,8 +143,8 @@ func TestTimeline_KeepsTheMostRecentEvents(t *testing.T) {
 }
 
 func TestTimeline_RecordsWhatTestsAssertOrdersOn(t *testing.T) {
-	w := newWorld(t, seed000CliqueSurge())
-	w.run(seed000CliqueSurgeRollout()...)
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()...)
 	m := monitorOn(w, Options{})
 	// the order of replacements, as an e2e test would read it
 	var created []string

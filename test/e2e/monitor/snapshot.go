@@ -129,8 +129,8 @@ func (s *snapshot) groupReplicaIndices(replica int32, group string) map[int32]bo
 	return out
 }
 
-// liveGroupReplicas counts group replicas with a pod or PodClique not terminating.
-func (s *snapshot) liveGroupReplicas(replica int32, group string) int32 {
+// liveGroupReplicas are the group replicas with a pod or PodClique not terminating.
+func (s *snapshot) liveGroupReplicas(replica int32, group string) map[int32]bool {
 	live := map[int32]bool{}
 	for _, p := range s.pods {
 		if p.Replica == replica && p.Group == group && !p.Terminating {
@@ -142,7 +142,7 @@ func (s *snapshot) liveGroupReplicas(replica int32, group string) int32 {
 			live[c.GroupReplica] = true
 		}
 	}
-	return int32(len(live))
+	return live
 }
 
 // replicaIndices are the PCS replicas that exist: indices held by any pod,

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/invariant"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -21,13 +20,15 @@ type target struct {
 	hashes     map[string]string         // clique name → pod template hash
 	// key names the rollout target (every clique's hash): role-step progress is
 	// kept per key, so a new template starts the steps over.
-	key string
+	key   string
+	hold  invariant.Hold
+	steps []invariant.Step
 }
 
 func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
 	p := pcs.DeepCopy()
 	p.Default()
-	t := &target{generation: p.Generation, spec: p.Spec, hashes: map[string]string{}}
+	t := &target{generation: p.Generation, spec: p.Spec, hashes: map[string]string{}, hold: invariant.HoldOf(&p.Spec)}
 	var parts []string
 	for i := range t.spec.Template.Cliques {
 		c := &t.spec.Template.Cliques[i]
@@ -40,6 +41,10 @@ func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
 	}
 	slices.Sort(parts)
 	t.key = strings.Join(parts, ",")
+	var err error
+	if t.steps, err = invariant.Steps(&t.spec); err != nil {
+		return nil, err
+	}
 	// Resolve every limit once so that a spec the checks cannot read is refused
 	// here rather than silently skipped later.
 	if _, err := t.setLimits(t.replicas()); err != nil {
@@ -73,44 +78,8 @@ func (t *target) replicas() int32 {
 	return *t.spec.Replicas
 }
 
-func (t *target) partition() int32 {
-	if ru := t.spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
-
-// steps are the role steps, which only RollingUpdate honours.
-func (t *target) steps() []v1alpha1.RoleUpgradeStep {
-	if ru := t.spec.UpdateStrategy.RoleUpgrade; ru != nil && t.strategy() == v1alpha1.RollingUpdateStrategyType {
-		return ru.Steps
-	}
-	return nil
-}
-
 func (t *target) clique(name string) *v1alpha1.PodCliqueTemplateSpec {
 	return t.spec.Template.Clique(name)
-}
-
-func (t *target) group(name string) *v1alpha1.PodCliqueScalingGroupConfig {
-	for i := range t.spec.Template.PodCliqueScalingGroups {
-		if t.spec.Template.PodCliqueScalingGroups[i].Name == name {
-			return &t.spec.Template.PodCliqueScalingGroups[i]
-		}
-	}
-	return nil
-}
-
-// roleReplicas is the unit count of a role: pods of a standalone clique, replicas
-// of a scaling group.
-func (t *target) roleReplicas(role string) int32 {
-	if g := t.group(role); g != nil {
-		return g.Replicas
-	}
-	if c := t.clique(role); c != nil {
-		return c.Replicas
-	}
-	return 0
 }
 
 // updated reports whether a pod runs the template its clique moves to.
@@ -125,10 +94,7 @@ func (t *target) setLimits(replicas int32) (rollout.Fenceposts, error) {
 	if t.strategy() != v1alpha1.ReplicaRecreateStrategyType {
 		return rollout.Fenceposts{MaxUnavailable: 1}, nil
 	}
-	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if ru := t.spec.UpdateStrategy.RollingUpdate; ru != nil {
-		unavailable, surge = orDefault(ru.MaxUnavailable, unavailable), orDefault(ru.MaxSurge, surge)
-	}
+	unavailable, surge := t.spec.UpdateStrategy.RollingUpdate.Limits()
 	return rollout.ResolveFenceposts(surge, unavailable, replicas)
 }
 
@@ -147,7 +113,7 @@ func (t *target) cliqueLimits(name string, replicas int32) (rollout.Fenceposts, 
 
 // groupLimits are a scaling group's limits for its group replicas.
 func (t *target) groupLimits(name string, replicas int32) (rollout.Fenceposts, error) {
-	g := t.group(name)
+	g := t.spec.Template.ScalingGroup(name)
 	if g == nil {
 		return rollout.Fenceposts{}, fmt.Errorf("no scaling group %s in the spec", name)
 	}
@@ -158,8 +124,8 @@ func (t *target) groupLimits(name string, replicas int32) (rollout.Fenceposts, e
 // the other types use the defaults, and OnDelete never surges.
 func (t *target) componentLimits(s *v1alpha1.ComponentUpdateStrategy, replicas int32) (rollout.Fenceposts, error) {
 	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if s != nil && t.strategy() == v1alpha1.RollingUpdateStrategyType {
-		unavailable, surge = orDefault(s.MaxUnavailable, unavailable), orDefault(s.MaxSurge, surge)
+	if t.strategy() == v1alpha1.RollingUpdateStrategyType {
+		unavailable, surge = s.Limits()
 	}
 	fp, err := rollout.ResolveFenceposts(surge, unavailable, replicas)
 	if t.strategy() == v1alpha1.OnDeleteStrategyType {
@@ -168,21 +134,14 @@ func (t *target) componentLimits(s *v1alpha1.ComponentUpdateStrategy, replicas i
 	return fp, err
 }
 
-func orDefault(v *intstr.IntOrString, def intstr.IntOrString) intstr.IntOrString {
-	if v == nil {
-		return def
-	}
-	return *v
-}
-
 // summary is the one line a spec change leaves in the timeline.
 func (t *target) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "generation %d %s replicas %d", t.generation, t.strategy(), t.replicas())
-	if t.spec.Paused {
+	if t.hold.Paused {
 		b.WriteString(" paused")
 	}
-	if p := t.partition(); p > 0 {
+	if p := t.hold.Partition; p > 0 {
 		fmt.Fprintf(&b, " partition %d", p)
 	}
 	fmt.Fprintf(&b, " templates %s", t.key)

@@ -1,11 +1,79 @@
 package monitor
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/invariant"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // The units of each level, counted over a snapshot for one target: pods of a
-// clique, replicas of a scaling group, replicas of the PodCliqueSet.
+// clique, replicas of a scaling group, replicas of the PodCliqueSet. The level
+// builders translate a snapshot into the invariant rules' model, with
+// availability judged at one moment.
+
+// cliqueLevel is the pods of one PodClique. Its sizes are the replicas it may be
+// running to: the spec's, and its object's own when that differs.
+func cliqueLevel(t *target, s *snapshot, k cliqueKey, at time.Time) invariant.Level {
+	l := invariant.Level{Name: k.String(), Strategy: t.strategy()}
+	if c := t.clique(k.Clique); c != nil {
+		l.Sizes = sizes(replicaCounts(c.Replicas, s.cliqueObjectReplicas(k)), func(r int32) (rollout.Fenceposts, error) {
+			return t.cliqueLimits(k.Clique, r)
+		})
+	}
+	for _, p := range s.podsIn(k) {
+		l.Units = append(l.Units, invariant.Unit{Index: p.Index, Available: p.available(t.spec.MinReadySeconds, at), Terminating: p.Terminating})
+	}
+	return l
+}
+
+// groupLevel is the replicas of one PodCliqueScalingGroup: a group replica is
+// live while any of its pods or PodCliques is, available while every member
+// clique has minAvailable available pods.
+func groupLevel(t *target, s *snapshot, replica int32, group string, at time.Time) invariant.Level {
+	l := invariant.Level{Name: fmt.Sprintf("replica %d group %s", replica, group), Strategy: t.strategy()}
+	if g := t.spec.Template.ScalingGroup(group); g != nil {
+		l.Sizes = sizes(replicaCounts(g.Replicas, s.groupObjectReplicas(replica, group)), func(r int32) (rollout.Fenceposts, error) {
+			return t.groupLimits(group, r)
+		})
+	}
+	live := s.liveGroupReplicas(replica, group)
+	for _, j := range sortedKeys(s.groupReplicaIndices(replica, group)) {
+		l.Units = append(l.Units, invariant.Unit{Index: j, Available: groupReplicaAvailable(t, s, replica, group, j, at), Terminating: !live[j]})
+	}
+	return l
+}
+
+// setLevel is the replicas of the PodCliqueSet.
+func setLevel(t *target, s *snapshot, at time.Time) invariant.Level {
+	l := invariant.Level{Name: "the PodCliqueSet", Strategy: t.strategy(), Sizes: sizes([]int32{t.replicas()}, t.setLimits)}
+	for _, r := range sortedKeys(s.replicaIndices()) {
+		l.Units = append(l.Units, invariant.Unit{Index: r, Available: replicaAvailable(t, s, r, at)})
+	}
+	return l
+}
+
+// sizes resolves the limits for each replica count; newTarget has already
+// refused specs whose limits do not resolve.
+func sizes(counts []int32, limits func(int32) (rollout.Fenceposts, error)) []invariant.Size {
+	var out []invariant.Size
+	for _, r := range counts {
+		if fp, err := limits(r); err == nil {
+			out = append(out, invariant.Size{Replicas: r, Fenceposts: fp})
+		}
+	}
+	return out
+}
+
+// stepRoles are the roles the steps name, with their updated ready units.
+func stepRoles(t *target, s *snapshot, replica int32) []invariant.Role {
+	var out []invariant.Role
+	for _, st := range t.steps {
+		out = append(out, invariant.Role{Name: st.Role, UpdatedReady: updatedReady(t, s, replica, st.Role)})
+	}
+	return out
+}
 
 // hasOutdated reports whether a PCS replica has a live pod off the target.
 func hasOutdated(t *target, s *snapshot, replica int32) bool {
@@ -21,7 +89,7 @@ func hasOutdated(t *target, s *snapshot, replica int32) bool {
 // replicas (surge units are not progress, as in the planner's status): pods of a
 // standalone clique, group replicas whose every live pod is on the target.
 func updatedUnits(t *target, s *snapshot, replica int32, role string) int32 {
-	if g := t.group(role); g != nil {
+	if g := t.spec.Template.ScalingGroup(role); g != nil {
 		n := int32(0)
 		for j := range s.groupReplicaIndices(replica, role) {
 			if j < g.Replicas && groupReplicaUpdated(t, s, replica, role, j) {
@@ -32,7 +100,7 @@ func updatedUnits(t *target, s *snapshot, replica int32, role string) int32 {
 	}
 	n := int32(0)
 	for _, p := range s.podsOfRole(replica, role) {
-		if !p.Terminating && p.Index < t.roleReplicas(role) && t.updated(p) {
+		if !p.Terminating && p.Index < invariant.RoleReplicas(&t.spec, role) && t.updated(p) {
 			n++
 		}
 	}
@@ -42,7 +110,7 @@ func updatedUnits(t *target, s *snapshot, replica int32, role string) int32 {
 // updatedReady counts a role's units that are on the target and ready: the
 // quantity role steps are gated on.
 func updatedReady(t *target, s *snapshot, replica int32, role string) int32 {
-	if g := t.group(role); g != nil {
+	if g := t.spec.Template.ScalingGroup(role); g != nil {
 		n := int32(0)
 		for j := range s.groupReplicaIndices(replica, role) {
 			if j < g.Replicas && groupReplicaUpdated(t, s, replica, role, j) && groupReplicaReady(t, s, replica, role, j) {
@@ -53,7 +121,7 @@ func updatedReady(t *target, s *snapshot, replica int32, role string) int32 {
 	}
 	n := int32(0)
 	for _, p := range s.podsOfRole(replica, role) {
-		if !p.Terminating && p.Ready && p.Index < t.roleReplicas(role) && t.updated(p) {
+		if !p.Terminating && p.Ready && p.Index < invariant.RoleReplicas(&t.spec, role) && t.updated(p) {
 			n++
 		}
 	}
@@ -86,7 +154,7 @@ func groupReplicaAvailable(t *target, s *snapshot, replica int32, group string, 
 }
 
 func groupReplicaCounts(t *target, s *snapshot, replica int32, group string, j int32, counts func(podState) bool) bool {
-	g := t.group(group)
+	g := t.spec.Template.ScalingGroup(group)
 	if g == nil {
 		return false
 	}
@@ -137,16 +205,6 @@ func availableGroupReplicas(t *target, s *snapshot, replica int32, group string,
 	n := int32(0)
 	for j := range s.groupReplicaIndices(replica, group) {
 		if groupReplicaAvailable(t, s, replica, group, j, now) {
-			n++
-		}
-	}
-	return n
-}
-
-func availableReplicas(t *target, s *snapshot, now time.Time) int32 {
-	n := int32(0)
-	for r := range s.replicaIndices() {
-		if replicaAvailable(t, s, r, now) {
 			n++
 		}
 	}

@@ -1,0 +1,388 @@
+// Package invariant holds the rollout invariants as pure rules over snapshots of
+// a PodCliqueSet. The offline simulator and the live e2e monitor each translate
+// what they observe into the model below (levels of units, roles of PCS
+// replicas, resolved role steps) and call the same rules, so that a rule is
+// written once and both observers judge by it.
+package invariant
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Name names one invariant.
+type Name string
+
+// The invariants.
+const (
+	// UnitsWithinSurge: never more than replicas + maxSurge units at a level
+	// (pods of a PodClique, replicas of a scaling group, PCS replicas), counting
+	// terminating units as the planner does.
+	UnitsWithinSurge Name = "units-within-surge"
+	// AvailabilityFloor: the operator never deletes an available unit when that
+	// leaves fewer than replicas − maxUnavailable available at its level; units
+	// already unavailable are free to delete.
+	AvailabilityFloor Name = "availability-floor"
+	// OnDeleteNoUpdate: under OnDelete the operator deletes units only to scale in.
+	OnDeleteNoUpdate Name = "ondelete-no-update-deletes"
+	// OneRevisionPerReplica: under ReplicaRecreate no PCS replica runs units of
+	// two PodCliqueSet revisions at once.
+	OneRevisionPerReplica Name = "one-revision-per-replica"
+	// RoleStepOrder: a role gets its n-th updated unit only after every step
+	// before the first step allowing n is satisfied.
+	RoleStepOrder Name = "role-step-order"
+	// PartitionHolds: PCS replicas below the partition do not move to the target.
+	PartitionHolds Name = "partition-holds"
+	// PauseHolds: while paused, nothing moves to the target.
+	PauseHolds Name = "pause-holds"
+)
+
+// Violation is one invariant broken, with what broke it.
+type Violation struct {
+	Rule   Name
+	Detail string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s: %s", v.Rule, v.Detail) }
+
+func violation(rule Name, format string, args ...any) []Violation {
+	return []Violation{{Rule: rule, Detail: fmt.Sprintf(format, args...)}}
+}
+
+// Size is a replica count a level may be running to, with its limits resolved
+// against it by rollout.ResolveFenceposts.
+type Size struct {
+	Replicas int32
+	rollout.Fenceposts
+}
+
+// Unit is one unit of a level as the rules see it.
+type Unit struct {
+	Index                  int32
+	Available, Terminating bool
+}
+
+// Level is the units one controller counts against one replicas, maxSurge and
+// maxUnavailable, at one moment.
+type Level struct {
+	// Name says where the level is, for the violation's detail.
+	Name     string
+	Strategy v1alpha1.UpdateStrategyType
+	// Sizes are the replica counts the level may be running to (a child object
+	// scaled through /scale runs to its own): a level rule breaks only when it
+	// breaks under every size. A level without sizes is not judged.
+	Sizes []Size
+	// Units are every unit, terminating ones included.
+	Units []Unit
+}
+
+// mostUnits is the largest replicas + maxSurge over the sizes.
+func (l *Level) mostUnits() int32 {
+	if len(l.Sizes) == 0 {
+		return math.MaxInt32
+	}
+	most := int32(math.MinInt32)
+	for _, s := range l.Sizes {
+		most = max(most, s.Replicas+s.MaxSurge)
+	}
+	return most
+}
+
+// leastAvailable is the smallest replicas − maxUnavailable over the sizes.
+func (l *Level) leastAvailable() int32 {
+	if len(l.Sizes) == 0 {
+		return 0
+	}
+	least := int32(math.MaxInt32)
+	for _, s := range l.Sizes {
+		least = min(least, s.Replicas-s.MaxUnavailable)
+	}
+	return max(least, 0)
+}
+
+// fewestReplicas is the smallest replica count over the sizes.
+func (l *Level) fewestReplicas() int32 {
+	least := int32(math.MaxInt32)
+	for _, s := range l.Sizes {
+		least = min(least, s.Replicas)
+	}
+	return least
+}
+
+func (l *Level) available() int32 {
+	n := int32(0)
+	for _, u := range l.Units {
+		if u.Available && !u.Terminating {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *Level) live() int32 {
+	n := int32(0)
+	for _, u := range l.Units {
+		if !u.Terminating {
+			n++
+		}
+	}
+	return n
+}
+
+// availableAt reports whether a live unit at index is available.
+func (l *Level) availableAt(index int32) bool {
+	return slices.ContainsFunc(l.Units, func(u Unit) bool { return u.Index == index && u.Available && !u.Terminating })
+}
+
+func (l *Level) indices() []int32 {
+	out := make([]int32, 0, len(l.Units))
+	for _, u := range l.Units {
+		out = append(out, u.Index)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ScaledIn reports whether a scale-in explains deleting the unit at index: it is
+// at or above the replicas wanted, or the level has more live units than wanted.
+func (l *Level) ScaledIn(index int32) bool {
+	want := l.fewestReplicas()
+	return index >= want || l.live() > want
+}
+
+// CheckUnitsWithinSurge: a step that adds units to a level never takes it past
+// replicas + maxSurge. Steps that add none (deletions, scale-ins, a spec change
+// lowering the limits) leave whatever excess there was to the planner.
+func CheckUnitsWithinSurge(before, after Level) []Violation {
+	n := int32(len(after.Units))
+	if n <= int32(len(before.Units)) {
+		return nil
+	}
+	if most := after.mostUnits(); n > most {
+		return violation(UnitsWithinSurge, "%s has %d units %v (terminating included), more than replicas + maxSurge = %d",
+			after.Name, n, after.indices(), most)
+	}
+	return nil
+}
+
+// CheckAvailabilityFloor: deleting the units at the deleted indices, if it costs
+// any available unit, leaves at least replicas − maxUnavailable available.
+// Units unavailable before the deletion are free: replacing broken units must
+// not need budget.
+func CheckAvailabilityFloor(before, after Level, deleted []int32) []Violation {
+	lost := 0
+	for _, i := range deleted {
+		if before.availableAt(i) && !after.availableAt(i) {
+			lost++
+		}
+	}
+	if lost == 0 {
+		return nil
+	}
+	if n, floor := after.available(), after.leastAvailable(); n < floor {
+		return violation(AvailabilityFloor, "deleting %d available units %v of %s leaves %d available, below replicas − maxUnavailable = %d",
+			lost, deleted, after.Name, n, floor)
+	}
+	return nil
+}
+
+// Deletion is a unit the operator deleted.
+type Deletion struct {
+	Index int32
+	// Reason is the planner's when the observer knows it; an observer outside
+	// the operator leaves it empty and the rule asks the levels instead.
+	Reason rollout.DeleteReason
+}
+
+// ForUpdate reports whether the reason is an update: the unit was outdated.
+func (d Deletion) ForUpdate() bool {
+	return d.Reason == rollout.ReasonUpdate || d.Reason == rollout.ReasonReplaceFailed
+}
+
+// Placement is a unit's index in one level it counts in.
+type Placement struct {
+	Level *Level
+	Index int32
+}
+
+// CheckOnDeleteNoUpdate: under OnDelete a unit is never deleted for an update,
+// only to scale in. A unit counts in several levels (a pod in its clique, its
+// group replica, its PCS replica): a scale-in at any of them explains it.
+func CheckOnDeleteNoUpdate(strategy v1alpha1.UpdateStrategyType, d Deletion, at ...Placement) []Violation {
+	if strategy != v1alpha1.OnDeleteStrategyType || len(at) == 0 {
+		return nil
+	}
+	inner := at[len(at)-1]
+	if d.ForUpdate() {
+		return violation(OnDeleteNoUpdate, "%s: unit %d deleted for an update (%s)", inner.Level.Name, inner.Index, d.Reason)
+	}
+	for _, p := range at {
+		if p.Level.ScaledIn(p.Index) {
+			return nil
+		}
+	}
+	return violation(OnDeleteNoUpdate, "%s: unit %d deleted, and no scale-in asked for it", inner.Level.Name, inner.Index)
+}
+
+// CheckOneRevisionPerReplica: under ReplicaRecreate a PCS replica's live units
+// all come from one PodCliqueSet revision. setRevisions are the revisions its
+// live units were made from; cause says what brought the mix, if known.
+func CheckOneRevisionPerReplica(strategy v1alpha1.UpdateStrategyType, replica int32, setRevisions []string, cause string) []Violation {
+	if strategy != v1alpha1.ReplicaRecreateStrategyType {
+		return nil
+	}
+	revs := slices.Clone(setRevisions)
+	slices.Sort(revs)
+	if revs = slices.Compact(revs); len(revs) <= 1 {
+		return nil
+	}
+	if cause != "" {
+		cause = ": " + cause
+	}
+	return violation(OneRevisionPerReplica, "PCS replica %d runs revisions %v at once%s", replica, revs, cause)
+}
+
+// Hold is what keeps PCS replicas from moving to the target: the partition and
+// the pause.
+type Hold struct {
+	Partition int32
+	Paused    bool
+}
+
+// HoldOf reads the hold from a spec.
+func HoldOf(spec *v1alpha1.PodCliqueSetSpec) Hold {
+	h := Hold{Paused: spec.Paused}
+	if ru := spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		h.Partition = *ru.Partition
+	}
+	return h
+}
+
+// CheckHeld: below the partition and while paused nothing moves to the target.
+// moved says what moved in PCS replica replica, "" when nothing did.
+func CheckHeld(h Hold, replica int32, moved string) []Violation {
+	switch {
+	case moved == "":
+		return nil
+	case replica < h.Partition:
+		return violation(PartitionHolds, "PCS replica %d below partition %d: %s", replica, h.Partition, moved)
+	case h.Paused:
+		return violation(PauseHolds, "PCS replica %d while paused: %s", replica, moved)
+	}
+	return nil
+}
+
+// Step is one role step with updateTo resolved against the role's replicas.
+type Step struct {
+	Role     string
+	UpdateTo int32
+}
+
+// Steps resolves a spec's role steps; only RollingUpdate honours them.
+func Steps(spec *v1alpha1.PodCliqueSetSpec) ([]Step, error) {
+	ru := spec.UpdateStrategy.RoleUpgrade
+	if ru == nil || !spec.UpdateStrategy.Type.IsRollingUpdate() {
+		return nil, nil
+	}
+	out := make([]Step, 0, len(ru.Steps))
+	for _, st := range ru.Steps {
+		n, err := rollout.ResolveUpdateTo(st.UpdateTo, RoleReplicas(spec, st.Role))
+		if err != nil {
+			return nil, fmt.Errorf("role step %s: %w", st.Role, err)
+		}
+		out = append(out, Step{Role: st.Role, UpdateTo: n})
+	}
+	return out, nil
+}
+
+// RoleReplicas is the unit count of a role: pods of a standalone clique,
+// replicas of a scaling group.
+func RoleReplicas(spec *v1alpha1.PodCliqueSetSpec, role string) int32 {
+	if g := spec.Template.ScalingGroup(role); g != nil {
+		return g.Replicas
+	}
+	if c := spec.Template.Clique(role); c != nil {
+		return c.Replicas
+	}
+	return 0
+}
+
+// Role is one role of a PCS replica counted against the target.
+type Role struct {
+	Name string
+	// UpdatedReady counts the role's live units in [0, replicas) on the target
+	// that are ready: what a step waits for.
+	UpdatedReady int32
+}
+
+// StepsDone moves a PCS replica's count of satisfied steps forward over roles:
+// a step is satisfied once its role has updateTo updated ready units, and a step
+// once passed stays passed.
+func StepsDone(steps []Step, done int, roles []Role) int {
+	for done < len(steps) {
+		st := steps[done]
+		ready := int32(0)
+		if i := slices.IndexFunc(roles, func(r Role) bool { return r.Name == st.Role }); i >= 0 {
+			ready = roles[i].UpdatedReady
+		}
+		if ready < st.UpdateTo {
+			break
+		}
+		done++
+	}
+	return done
+}
+
+// FirstStepAllowing is the first step that lets role reach n updated units;
+// len(steps) when none does (roles not named in a step update after the last).
+func FirstStepAllowing(steps []Step, role string, n int32) int {
+	for j, st := range steps {
+		if st.Role == role && st.UpdateTo >= n {
+			return j
+		}
+	}
+	return len(steps)
+}
+
+// CheckRoleStepOrder: in a PCS replica being rolled, with done steps satisfied,
+// role reaching updated units on the target is allowed only from the first step
+// allowing that many.
+func CheckRoleStepOrder(steps []Step, done int, replica int32, role string, updated int32) []Violation {
+	first := FirstStepAllowing(steps, role, updated)
+	if len(steps) == 0 || done >= first {
+		return nil
+	}
+	st := steps[done]
+	return violation(RoleStepOrder, "role %s of PCS replica %d reaches %d updated units, first allowed at step %d, but step %d (%s updateTo %d) is not satisfied",
+		role, replica, updated, first, done, st.Role, st.UpdateTo)
+}
+
+// CheckLevelPlan judges a planner's creates and deletes for one level against
+// the level before them: after them the creates exist (not yet available) and
+// the deletes are terminating.
+func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.Delete) []Violation {
+	after := before
+	after.Units = slices.Clone(before.Units)
+	deleted := make([]int32, 0, len(deletes))
+	for _, d := range deletes {
+		deleted = append(deleted, d.Index)
+		for i, u := range after.Units {
+			if u.Index == d.Index && !u.Terminating {
+				after.Units[i] = Unit{Index: d.Index, Terminating: true}
+			}
+		}
+	}
+	for _, c := range creates {
+		after.Units = append(after.Units, Unit{Index: c.Index})
+	}
+	vs := CheckUnitsWithinSurge(before, after)
+	vs = append(vs, CheckAvailabilityFloor(before, after, deleted)...)
+	for _, d := range deletes {
+		vs = append(vs, CheckOnDeleteNoUpdate(before.Strategy, Deletion{Index: d.Index, Reason: d.Reason}, Placement{Level: &before, Index: d.Index})...)
+	}
+	return vs
+}
