@@ -102,3 +102,11 @@ type PodCliqueList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodClique `json:"items"`
 }
+
+// Window is when the update started and ended; nil before the first status.
+func (p *PodCliqueUpdateProgress) Window() *UpdateWindow {
+	if p == nil {
+		return nil
+	}
+	return &p.UpdateWindow
+}

@@ -108,3 +108,11 @@ type PodCliqueScalingGroupList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodCliqueScalingGroup `json:"items"`
 }
+
+// Window is when the update started and ended; nil before the first status.
+func (p *PodCliqueScalingGroupUpdateProgress) Window() *UpdateWindow {
+	if p == nil {
+		return nil
+	}
+	return &p.UpdateWindow
+}

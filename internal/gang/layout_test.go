@@ -14,7 +14,7 @@ func clique(name string, replicas int32, minAvailable *int32) v1alpha1.PodClique
 	return v1alpha1.PodCliqueTemplateSpec{Name: name, Replicas: replicas, MinAvailable: minAvailable}
 }
 
-// disaggregated is the shape of DESIGN.md's example: a standalone frontend and
+// disaggregated is the shape of examples/disaggregated.yaml: a standalone frontend and
 // two scaling groups of leader + workers.
 func disaggregated() *v1alpha1.PodCliqueSet {
 	return &v1alpha1.PodCliqueSet{

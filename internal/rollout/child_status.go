@@ -22,8 +22,6 @@ type ChildFacts struct {
 	// UpdateRevision is the hash of the child's template.
 	UpdateRevision string
 	Selector       string
-	// ScheduledReplicas counts live units bound to nodes.
-	ScheduledReplicas int32
 }
 
 // ChildStatus is the status of a PodClique or PodCliqueScalingGroup after plan,
@@ -35,7 +33,7 @@ func ChildStatus(prev v1alpha1.ChildStatus, prevWindow *v1alpha1.UpdateWindow, f
 	st.ObservedGeneration = f.Generation
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = ls.Replicas, ls.ReadyReplicas, ls.AvailableReplicas
 	st.UpdatedReplicas, st.UpdatedReadyReplicas = ls.UpdatedReplicas, ls.UpdatedReadyReplicas
-	st.ScheduledReplicas = f.ScheduledReplicas
+	st.ScheduledReplicas = ls.ScheduledReplicas
 	st.Selector = f.Selector
 
 	onDelete := f.Strategy.Type == v1alpha1.OnDeleteStrategyType

@@ -106,6 +106,7 @@ type Delete struct {
 type LevelStatus struct {
 	// Replicas counts live (not terminating) units, surge units included.
 	Replicas          int32
+	ScheduledReplicas int32
 	ReadyReplicas     int32
 	AvailableReplicas int32
 	// UpdatedReplicas and UpdatedReadyReplicas count live units at the update
@@ -181,8 +182,8 @@ type levelView struct {
 	// beyond its length cannot influence a lowest-free-index search.
 	occupied []bool
 
-	total, live, ready, available       int32
-	updatedRegular, updatedReadyRegular int32
+	total, live, scheduled, ready, available int32
+	updatedRegular, updatedReadyRegular      int32
 	// vacancies counts updatable indices in [Partition, Replicas) that are empty or
 	// terminating: each will be refilled and may use the cap.
 	vacancies int32
@@ -211,6 +212,9 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 			continue
 		}
 		v.live++
+		if u.Scheduled {
+			v.scheduled++
+		}
 		if u.Ready {
 			v.ready++
 		}
@@ -560,6 +564,7 @@ func selectSmallest(ks []keyedPos, k int) {
 func (v *levelView) status(deletes []Delete) LevelStatus {
 	s := LevelStatus{
 		Replicas:             v.live,
+		ScheduledReplicas:    v.scheduled,
 		ReadyReplicas:        v.ready,
 		AvailableReplicas:    v.available,
 		UpdatedReplicas:      v.updatedRegular,

@@ -172,7 +172,7 @@ func TestResolveUpdateTo_PercentRoundsUpAndClamps(t *testing.T) {
 	}
 }
 
-// Seed 000, PodClique maxSurge: replicas=3, maxSurge=1, maxUnavailable=0.
+// PodClique maxSurge: replicas=3, maxSurge=1, maxUnavailable=0.
 func TestRollingUpdate_PodCliqueSurgeSequenceFromSeed(t *testing.T) {
 	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
 		UpdateRevision: "new", CurrentRevision: "old", UpdateOrder: OldestFirst, ScaleIn: OutdatedFirst}
@@ -191,7 +191,7 @@ func TestRollingUpdate_PodCliqueSurgeSequenceFromSeed(t *testing.T) {
 	}
 }
 
-// Seed 000, both scaling-group examples (minAvailable 3 and 2): the replica
+// Both scaling-group examples (minAvailable 3 and 2): the replica
 // sequence is the same; only the gang of each replica differs (see gang.TestInBaseGang_SurgeReplicasAreAlwaysScaled).
 func TestRollingUpdate_ScalingGroupSurgeSequenceFromSeed(t *testing.T) {
 	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
@@ -210,7 +210,7 @@ func TestRollingUpdate_ScalingGroupSurgeSequenceFromSeed(t *testing.T) {
 	})
 }
 
-// Seed 000's default: maxUnavailable=1, maxSurge=0 updates one pod at a time,
+// The default: maxUnavailable=1, maxSurge=0 updates one pod at a time,
 // oldest first, delete before create.
 func TestRollingUpdate_DefaultIsOneAtATimeOldestFirst(t *testing.T) {
 	p := Policy{Replicas: 3, UpdateRevision: "new", CurrentRevision: "old"}
@@ -382,7 +382,7 @@ func TestRollingUpdate_CompactsHolesLeftByAnEarlierScaleIn(t *testing.T) {
 	assertIndices(t, k, "0@v1", "1@v1", "2@v1")
 }
 
-// Seed 001: OnDelete never deletes for an update.
+// OnDelete never deletes for an update.
 func TestOnDelete_NeverDeletesForAnUpdate(t *testing.T) {
 	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 8, UpdateRevision: "new", CurrentRevision: "old"}
 	k := newTicker(t, p, steadyUnits(8, "old"))

@@ -183,7 +183,7 @@ func TestRollingUpdate_TargetsLetOnlyTheSelectedReplicaMove(t *testing.T) {
 	}
 }
 
-// Seed 003 as targets: decode 1 -> prefill 1 -> prefill 100% -> decode 100%.
+// Role steps as targets: decode 1 -> prefill 1 -> prefill 100% -> decode 100%.
 func TestRoleSteps_CapsFollowTheCurrentStep(t *testing.T) {
 	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
 		s.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{

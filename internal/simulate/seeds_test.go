@@ -15,7 +15,7 @@ import (
 // The worked examples of the seeds, as exact timelines. Pods take 10s to become
 // ready and disappear at once when deleted.
 
-func TestSeed000_PodCliqueSurgeCreatesIndexAboveReplicasAndRemovesItLast(t *testing.T) {
+func TestPodCliqueSurge_CreatesIndexAboveReplicasAndRemovesItLast(t *testing.T) {
 	spec := pcs(1, []v1alpha1.PodCliqueTemplateSpec{clq("agg-worker", 3, limits(0, 1))})
 	res := Run(update(spec, spec))
 	assertOutcome(t, res, Complete)
@@ -37,9 +37,9 @@ func TestSeed000_PodCliqueSurgeCreatesIndexAboveReplicasAndRemovesItLast(t *test
 	}
 }
 
-// Both scaling-group examples of seed 000: the group replica sequence is the same
+// Both scaling-group examples: the group replica sequence is the same
 // for minAvailable 3 and 2.
-func TestSeed000_ScalingGroupSurgeSequence(t *testing.T) {
+func TestScalingGroupSurge_ReplacesGroupReplicasInIndexOrder(t *testing.T) {
 	for _, minAvailable := range []int32{3, 2} {
 		t.Run(map[int32]string{3: "minAvailable 3", 2: "minAvailable 2"}[minAvailable], func(t *testing.T) {
 			spec := pcs(1, []v1alpha1.PodCliqueTemplateSpec{clq("leader", 1), clq("worker", 2)},
@@ -69,7 +69,7 @@ func TestSeed000_ScalingGroupSurgeSequence(t *testing.T) {
 	}
 }
 
-// The disaggregated example of seed 000 with the default strategy: PCS replicas
+// The disaggregated example with the default strategy: PCS replicas
 // one at a time; inside a replica the frontend pods and both groups update
 // concurrently, each one unit at a time (maxUnavailable 1, maxSurge 0).
 func disaggregated(replicas int32) *v1alpha1.PodCliqueSetSpec {
@@ -80,7 +80,7 @@ func disaggregated(replicas int32) *v1alpha1.PodCliqueSetSpec {
 	}, grp("prefill", 2, 1, "prefill-leader", "prefill-worker"), grp("decode", 2, 1, "decode-leader", "decode-worker"))
 }
 
-func TestSeed000_DisaggregatedDefaultUpdatesOneReplicaAtATime(t *testing.T) {
+func TestDisaggregatedDefault_UpdatesOneReplicaAtATime(t *testing.T) {
 	spec := disaggregated(2)
 	res := Run(update(spec, spec))
 	assertOutcome(t, res, Complete)
@@ -113,7 +113,7 @@ func TestSeed000_DisaggregatedDefaultUpdatesOneReplicaAtATime(t *testing.T) {
 // ReplicaRecreate with replicas=3, maxSurge=1, maxUnavailable=0 (and the replicas=2
 // variant): a surge PCS replica first, then each replica recreated whole, the
 // surge replica removed last.
-func TestSeed000_ReplicaRecreateWithSurge(t *testing.T) {
+func TestReplicaRecreate_WithSurge(t *testing.T) {
 	for _, tc := range []struct {
 		replicas int32
 		want     []string
@@ -146,7 +146,7 @@ func TestSeed000_ReplicaRecreateWithSurge(t *testing.T) {
 	}
 }
 
-func TestSeed000_ReplicaRecreateWithMaxUnavailableEqualToReplicas(t *testing.T) {
+func TestReplicaRecreate_WithMaxUnavailableEqualToReplicas(t *testing.T) {
 	spec := withStrategy(disaggregated(2), recreate(2, 0))
 	res := Run(update(spec, spec))
 	assertOutcome(t, res, Complete)
@@ -159,9 +159,9 @@ func TestSeed000_ReplicaRecreateWithMaxUnavailableEqualToReplicas(t *testing.T) 
 	}
 }
 
-// Seed 001: OnDelete deletes nothing for an update; a pod deleted by hand comes
+// OnDelete deletes nothing for an update; a pod deleted by hand comes
 // back at the new template; a scale-in removes outdated pods first.
-func TestSeed001_OnDeleteUpdatesOnlyWhatIsDeleted(t *testing.T) {
+func TestOnDelete_UpdatesOnlyWhatIsDeleted(t *testing.T) {
 	from := pcs(1, []v1alpha1.PodCliqueTemplateSpec{clq("worker", 8)})
 	to := withStrategy(from, v1alpha1.PodCliqueSetUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType})
 	sc := update(to, to)
@@ -186,9 +186,9 @@ func TestSeed001_OnDeleteUpdatesOnlyWhatIsDeleted(t *testing.T) {
 	assertOutcome(t, res, Stuck) // four pods stay outdated until someone deletes them
 }
 
-// Seed 003: decode 1 -> prefill 1 -> prefill 100% -> decode 100%, each step gated
+// Role steps: decode 1 -> prefill 1 -> prefill 100% -> decode 100%, each step gated
 // on updated-and-ready units; a role named in no step (router) goes last.
-func TestSeed003_RoleStepsRunInOrder(t *testing.T) {
+func TestRoleSteps_RunInOrder(t *testing.T) {
 	spec := pcs(1, []v1alpha1.PodCliqueTemplateSpec{clq("router", 1), clq("prefill", 3, minAvail(1)), clq("decode", 3, minAvail(1))})
 	spec.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{
 		{Role: "decode", UpdateTo: intstr.FromInt32(1)},

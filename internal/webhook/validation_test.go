@@ -111,7 +111,7 @@ func TestValidatePodCliqueSet(t *testing.T) {
 			wantField: "spec.updateStrategy.type", wantMsg: `Unsupported value: "Canary"`},
 		{name: "RollingRecreate synonym is valid", mutate: fn(withType(v1alpha1.RollingRecreateStrategyType))},
 
-		// maxUnavailable / maxSurge ranges (seed 000, Validation Webhook).
+		// maxUnavailable / maxSurge ranges (the admission rules of docs/api.md).
 		{name: "negative clique maxUnavailable", mutate: fn(frontendStrategy("-1", "1")),
 			wantField: "spec.template.cliques[0].updateStrategy.maxUnavailable", wantMsg: "greater than or equal to 0"},
 		{name: "negative clique maxSurge", mutate: fn(frontendStrategy("1", "-1")),
@@ -171,8 +171,8 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "ReplicaRecreate with roleUpgrade", mutate: fn(withType(v1alpha1.ReplicaRecreateStrategyType), roleSteps("decode", "1")),
 			wantField: "spec.updateStrategy.roleUpgrade", wantMsg: "only allowed with type RollingUpdate"},
 
-		// Role steps (seed 003).
-		{name: "seed 003 steps are valid", mutate: fn(roleSteps("decode", "1", "prefill", "1", "prefill", "100%", "decode", "100%"))},
+		// Role steps.
+		{name: "decode-first canary steps are valid", mutate: fn(roleSteps("decode", "1", "prefill", "1", "prefill", "100%", "decode", "100%"))},
 		{name: "steps may name a standalone clique", mutate: fn(roleSteps("frontend", "1", "decode", "100%"))},
 		{name: "empty steps", mutate: fn(roleSteps()),
 			wantField: "spec.updateStrategy.roleUpgrade.steps", wantMsg: "at least one step"},

@@ -41,7 +41,7 @@ func disaggLayout(version string) layout {
 }
 
 // The disaggregated example is created, every pod is bound by the real
-// scheduler through the gangs of DESIGN.md, and the PodCliqueSet reports
+// scheduler through its gangs (docs/gangs.md), and the PodCliqueSet reports
 // itself Available.
 func TestDisaggregated_CreatesGangScheduledAndAvailable(t *testing.T) {
 	s := newScene(t, disaggNodes, loadExample(t, "disaggregated.yaml"))

@@ -39,7 +39,7 @@ spec:
 `
 
 // conditionGangScheduled is the PodCliqueSet condition that says whether its
-// gangs are placed (DESIGN.md, issue 4: "when a gang cannot be placed, the
+// gangs are placed ("when a gang cannot be placed, the
 // PodCliqueSet says so in a condition").
 const conditionGangScheduled = "GangScheduled"
 

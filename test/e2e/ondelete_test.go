@@ -51,7 +51,7 @@ spec:
       replicas: 2
 `
 
-// onDeleteStep is one step of seed 001's test plan: an action, then the state
+// onDeleteStep is one step of the OnDelete test plan: an action, then the state
 // it must lead to.
 type onDeleteStep struct {
 	name string
@@ -71,11 +71,11 @@ type onDeleteStep struct {
 	check func(ctx context.Context, s *scene) error
 }
 
-// OnDelete, following seed 001's test plan: a template change deletes
+// OnDelete, step by step: a template change deletes
 // nothing; a pod deleted by hand comes back on the new template; a scale-in
 // removes outdated pods first; a scaling-group replica deleted by hand comes
 // back new; status.updatedReplicas is right at every level throughout.
-func TestOnDelete_FollowsSeed001(t *testing.T) {
+func TestOnDelete_UpdatesOnlyWhatIsDeletedAndScalesInOutdatedFirst(t *testing.T) {
 	s := newScene(t, 2, parsePCS(t, onDeletePCS))
 	steps := []onDeleteStep{{
 		name:    "create",
@@ -225,7 +225,7 @@ func (step *onDeleteStep) problems(ctx context.Context, s *scene, o *observed, r
 
 // onDeleteProgressEndsAtOnce: under OnDelete the operator's part of an update
 // ends when the children take the new template, so updateStartedAt and
-// updateEndedAt are the same moment (seed 001), at every level.
+// updateEndedAt are the same moment, at every level.
 func onDeleteProgressEndsAtOnce(ctx context.Context, s *scene) error {
 	pcs, err := s.get(ctx)
 	if err != nil {

@@ -40,7 +40,7 @@ func recordRoleSteps(pcs *v1alpha1.PodCliqueSet, seen map[stepSeen]bool) {
 	}
 }
 
-// Seed 003's prefill/decode upgrade on examples/role-ordered-pd.yaml (steps
+// The prefill/decode upgrade on examples/role-ordered-pd.yaml (steps
 // decode 1, prefill 1, prefill 100%, decode 100%). Inside every PCS replica
 // the timeline shows the group replicas replaced in the order decode, prefill,
 // prefill, decode, decode, each step beginning only once the step before has

@@ -29,7 +29,7 @@ func recreateRoles(version string) layout {
 	}
 }
 
-// useCase is one of seed 000's four use cases, from its example.
+// useCase is one of the four use cases the examples show.
 type useCase struct {
 	example string
 	// nodes leaves room for the rollout's peak (8 GPUs a node).
@@ -40,11 +40,11 @@ type useCase struct {
 	check func(t *testing.T, s *scene, pcs *v1alpha1.PodCliqueSet, events []monitor.Event, start time.Time)
 }
 
-// Seed 000's four use cases, each rolled to a new image from its example under
+// The four use cases of the examples, each rolled to a new image from its example under
 // the invariant monitor. Every one ends with every pod on the new template at
 // indices without holes, every replica counted updated and Progressing
 // RolloutComplete; each also shows what its strategy is chosen for.
-func TestUseCases_Seed000(t *testing.T) {
+func TestUseCases_EachExampleRollsToANewImageUnderItsStrategy(t *testing.T) {
 	cases := []useCase{{
 		// 3 workers of 1 GPU, plus one surging.
 		example: "single-node-aggregated.yaml",
@@ -169,7 +169,7 @@ func checkReplicaRecreate(t *testing.T, s *scene, pcs *v1alpha1.PodCliqueSet, ev
 	return tds
 }
 
-// ReplicaRecreate with maxSurge 1 and maxUnavailable 0, on seed 000's own
+// ReplicaRecreate with maxSurge 1 and maxUnavailable 0, on the disaggregated example's own
 // example of 3 replicas (the example scaled out): a surge replica at index 3
 // comes up on the new revision in a gang of its own before any replica goes;
 // replicas 0, 1 and 2 are then recreated whole, one at a time; the surge

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -181,4 +183,17 @@ func (s *Store[U]) EnqueueController(owner schema.GroupKind) handler.EventHandle
 			enqueue(e.Object, false, false, q)
 		},
 	}
+}
+
+// GetLive reads the owner called key into obj. It reports false when there is
+// nothing to reconcile: the owner is gone (what was expected of it is forgotten)
+// or being deleted.
+func (s *Store[U]) GetLive(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) (bool, error) {
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.Forget(key)
+		}
+		return false, client.IgnoreNotFound(err)
+	}
+	return obj.GetDeletionTimestamp().IsZero(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,14 +54,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pclq := &v1alpha1.PodClique{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Expectations.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !pclq.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if live, err := r.Expectations.GetLive(ctx, r.Client, req.NamespacedName, pclq); !live || err != nil {
+		return ctrl.Result{}, err
 	}
 	now := r.Now()
 	templates, err := r.templates(ctx, pclq)
@@ -85,7 +78,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.releaseGate(ctx, pclq, pods); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, pclq, plan, obs, templates, now); err != nil {
+	if err := r.updateStatus(ctx, pclq, plan, templates, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, nil

@@ -16,22 +16,14 @@ import (
 const maxSelectedToUpdateInList = 100
 
 // updateStatus writes what the observation and the plan say about the clique.
-func (r *Reconciler) updateStatus(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates, now time.Time) error {
+func (r *Reconciler) updateStatus(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, t revisionTemplates, now time.Time) error {
 	facts := rollout.ChildFacts{
 		Kind: rollout.KindClique, Generation: pclq.Generation,
 		Replicas: pclq.Spec.Replicas, MinAvailable: pclq.Spec.EffectiveMinAvailable(), Strategy: pclq.Spec.UpdateStrategy,
 		UpdateRevision: t.update.hash,
 		Selector:       labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodClique: pclq.Name}).String(),
 	}
-	for _, u := range obs.units {
-		if u.Scheduled && !u.Terminating {
-			facts.ScheduledReplicas++
-		}
-	}
-	var window *v1alpha1.UpdateWindow
-	if p := pclq.Status.UpdateProgress; p != nil {
-		window = &p.UpdateWindow
-	}
+	window := pclq.Status.UpdateProgress.Window()
 	return write.Status(ctx, r.Client, pclq, func(pclq *v1alpha1.PodClique) {
 		st, w := rollout.ChildStatus(pclq.Status.ChildStatus, window, facts, plan.Status, now)
 		progress := &v1alpha1.PodCliqueUpdateProgress{UpdateWindow: *w}

@@ -41,16 +41,9 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 			return fmt.Errorf("PodCliqueScalingGroup %s: no template for revision %s", g.Name, c.Revision)
 		}
 		for i := range tmpl.cliques {
-			pclq := memberPodClique(g, c, tmpl, &tmpl.cliques[i])
-			err := r.Client.Create(ctx, pclq)
-			if apierrors.IsAlreadyExists(err) {
-				continue
+			if _, err := r.createMember(ctx, g, c, tmpl, &tmpl.cliques[i]); err != nil {
+				return err
 			}
-			if err != nil {
-				return fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
-			}
-			r.Expectations.Created(key(g), pclq.Name, rollout.GroupReplicaObservation{
-				Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pclq.CreationTimestamp.Time})
 		}
 		what := "group replica"
 		if c.Surge {
@@ -60,6 +53,23 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 			"Created %s %d (revision %s)", what, c.Index, c.Revision)
 	}
 	return nil
+}
+
+// createMember creates one member PodClique of group replica c and expects it;
+// created is false when it already existed (a create the cache has not shown).
+func (r *Reconciler) createMember(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t groupTemplate,
+	clique *v1alpha1.PodCliqueTemplateSpec) (created bool, err error) {
+	pclq := memberPodClique(g, c, t, clique)
+	err = r.Client.Create(ctx, pclq)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
+	}
+	r.Expectations.Created(key(g), pclq.Name, rollout.GroupReplicaObservation{
+		Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pclq.CreationTimestamp.Time})
+	return true, nil
 }
 
 // foreground keeps a deleted member PodClique, terminating, until its pods are
@@ -101,16 +111,13 @@ func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodClique
 				continue
 			}
 			c := rollout.Create{Index: idx, Revision: rep.Revision, Surge: rep.Surge}
-			pclq := memberPodClique(g, c, tmpl, &tmpl.cliques[i])
-			err := r.Client.Create(ctx, pclq)
-			if apierrors.IsAlreadyExists(err) {
-				continue
-			}
+			created, err := r.createMember(ctx, g, c, tmpl, &tmpl.cliques[i])
 			if err != nil {
-				return fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
+				return err
 			}
-			r.Expectations.Created(key(g), pclq.Name, *rep)
-			made = append(made, tmpl.cliques[i].Name)
+			if created {
+				made = append(made, tmpl.cliques[i].Name)
+			}
 		}
 		if len(made) > 0 {
 			r.Recorder.Eventf(g, nil, corev1.EventTypeWarning, "RepairedGroupReplica", "Create",

@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,14 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	g := &v1alpha1.PodCliqueScalingGroup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, g); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Expectations.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !g.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if live, err := r.Expectations.GetLive(ctx, r.Client, req.NamespacedName, g); !live || err != nil {
+		return ctrl.Result{}, err
 	}
 	now := r.Now()
 	templates, err := r.templates(ctx, g)
@@ -119,7 +112,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncGangGates(ctx, g, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, units, templates.update.hash, now)
+	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, templates.update.hash, now)
 }
 
 // childSpec is the part of the spec the owner writes to steer the update.

@@ -15,22 +15,14 @@ import (
 const maxIndicesInList = 100
 
 // updateStatus writes what the observation and the plan say about the group.
-func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, units []rollout.Unit, updateHash string, now time.Time) error {
+func (r *Reconciler) updateStatus(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, plan rollout.LevelPlan, updateHash string, now time.Time) error {
 	facts := rollout.ChildFacts{
 		Kind: rollout.KindGroup, Generation: g.Generation,
 		Replicas: g.Spec.Replicas, MinAvailable: g.Spec.EffectiveMinAvailable(), Strategy: g.Spec.UpdateStrategy,
 		UpdateRevision: updateHash,
 		Selector:       labels.SelectorFromSet(labels.Set(selector(g))).String(),
 	}
-	for _, u := range units {
-		if u.Scheduled && !u.Terminating {
-			facts.ScheduledReplicas++
-		}
-	}
-	var window *v1alpha1.UpdateWindow
-	if p := g.Status.UpdateProgress; p != nil {
-		window = &p.UpdateWindow
-	}
+	window := g.Status.UpdateProgress.Window()
 	return write.Status(ctx, r.Client, g, func(g *v1alpha1.PodCliqueScalingGroup) {
 		st, w := rollout.ChildStatus(g.Status.ChildStatus, window, facts, plan.Status, now)
 		progress := &v1alpha1.PodCliqueScalingGroupUpdateProgress{UpdateWindow: *w}
