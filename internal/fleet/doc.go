@@ -16,11 +16,13 @@
 // surge: each desired slice is written as the union of what it holds and its
 // final set, never above 100 clusters. A slice that cannot take the whole union
 // gives up clusters it is losing anyway: first those leaving the placement, then
-// those that have another home during the write, and only then copies the rest
-// into spill slices (new slices with the same group labels) before dropping
-// them. Once a read shows every selected cluster in its final slice, the plan is
-// a finalize: each slice is trimmed to its final set and the spill and obsolete
-// slices are deleted. Every trim is safe then, in any order, because each
+// those already housed in their final slice. Writes that give up no selected
+// cluster come first; each other write comes after the writes that house the
+// clusters it gives up. Only when slices wait on each other in a cycle does one
+// of them copy what it gives up into spill slices (new slices with its group
+// labels) just before its write. Once a read shows every selected cluster in
+// its final slice, the plan is a finalize: each slice is trimmed to its final
+// set and the spill and obsolete slices are deleted. Every trim is safe then, in any order, because each
 // cluster it removes is either leaving the placement or sits in its final slice,
 // which keeps it.
 //
