@@ -69,7 +69,8 @@ $(GOLANGCI_LINT): $(TOOLS_DEPS)
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/fleet/... output:crd:artifacts:config=config/fleet/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/webhook
 
@@ -112,8 +113,13 @@ test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## End-to-end tests on a throwaway k
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: bench
-bench: ## Planner benchmarks, with figures relative to a baseline measured in the same run.
+bench: ## Planner benchmarks, with figures relative to a baseline measured in the same run; then bench-fleet.
 	hack/bench.sh
+	$(MAKE) --no-print-directory bench-fleet
+
+.PHONY: bench-fleet
+bench-fleet: ## Simulate decision updates of 10,000 clusters: absences, peak slice size, writes, planner time.
+	go run ./hack/fleetsim -clusters $${FLEET_CLUSTERS:-10000}
 
 ##@ Local cluster
 
