@@ -46,6 +46,26 @@ type ChildStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// UpdateProgress describes the current or last update of the units.
+	// +optional
+	UpdateProgress *ChildUpdateProgress `json:"updateProgress,omitempty"`
+}
+
+// ChildUpdateProgress is the progress of a child's units towards its template.
+type ChildUpdateProgress struct {
+	UpdateWindow `json:",inline"`
+	// PodsSelectedToUpdate are the pods of a PodClique being replaced now
+	// (bounded by maxUnavailable and maxSurge).
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	PodsSelectedToUpdate []string `json:"podsSelectedToUpdate,omitempty"`
+	// ReplicaIndicesSelectedToUpdate are the group replicas of a
+	// PodCliqueScalingGroup being replaced now.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	ReplicaIndicesSelectedToUpdate []int32 `json:"replicaIndicesSelectedToUpdate,omitempty"`
 }
 
 // UpdateWindow is when the current or last update of a child's units started

@@ -126,6 +126,17 @@ func (g *PodCliqueScalingGroupConfig) EffectiveMinAvailable() int32 {
 	return *g.MinAvailable
 }
 
+// Members are copies of the member cliques of scaling group g, in its order.
+func (t *PodCliqueSetTemplateSpec) Members(g *PodCliqueScalingGroupConfig) []PodCliqueTemplateSpec {
+	var out []PodCliqueTemplateSpec
+	for _, n := range g.CliqueNames {
+		if c := t.Clique(n); c != nil {
+			out = append(out, *c.DeepCopy())
+		}
+	}
+	return out
+}
+
 // ScalingGroup returns the scaling group with the given name, or nil.
 func (t *PodCliqueSetTemplateSpec) ScalingGroup(name string) *PodCliqueScalingGroupConfig {
 	for i := range t.PodCliqueScalingGroups {

@@ -56,25 +56,6 @@ type PodCliqueGang struct {
 	Gated bool `json:"gated,omitempty"`
 }
 
-// PodCliqueStatus is the observed state of a PodClique. Its units are pods.
-type PodCliqueStatus struct {
-	ChildStatus `json:",inline"`
-	// UpdateProgress describes the current or last update of the pods.
-	// +optional
-	UpdateProgress *PodCliqueUpdateProgress `json:"updateProgress,omitempty"`
-}
-
-// PodCliqueUpdateProgress is the progress of a PodClique's pods towards its template.
-type PodCliqueUpdateProgress struct {
-	UpdateWindow `json:",inline"`
-	// PodsSelectedToUpdate are the pods being replaced now (bounded by
-	// maxUnavailable and maxSurge).
-	// +kubebuilder:validation:MaxItems=100
-	// +listType=atomic
-	// +optional
-	PodsSelectedToUpdate []string `json:"podsSelectedToUpdate,omitempty"`
-}
-
 // PodClique is one role of one PodCliqueSet replica (or of one scaling-group
 // replica): a set of pods with stable indices and hostnames. Created by the operator.
 // +kubebuilder:object:root=true
@@ -91,8 +72,9 @@ type PodClique struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PodCliqueSpec   `json:"spec,omitempty"`
-	Status PodCliqueStatus `json:"status,omitempty"`
+	Spec PodCliqueSpec `json:"spec,omitempty"`
+	// Status: the units are pods.
+	Status ChildStatus `json:"status,omitempty"`
 }
 
 // PodCliqueList is a list of PodCliques.
@@ -101,12 +83,4 @@ type PodCliqueList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodClique `json:"items"`
-}
-
-// Window is when the update started and ended; nil before the first status.
-func (p *PodCliqueUpdateProgress) Window() *UpdateWindow {
-	if p == nil {
-		return nil
-	}
-	return &p.UpdateWindow
 }

@@ -61,27 +61,6 @@ type ScalingGroupGang struct {
 	BaseScheduled bool `json:"baseScheduled,omitempty"`
 }
 
-// PodCliqueScalingGroupStatus is the observed state of a PodCliqueScalingGroup.
-// Its units are group replicas: a group replica counts as scheduled, ready or
-// available when every member clique has minAvailable pods that are.
-type PodCliqueScalingGroupStatus struct {
-	ChildStatus `json:",inline"`
-	// UpdateProgress describes the current or last update of the group replicas.
-	// +optional
-	UpdateProgress *PodCliqueScalingGroupUpdateProgress `json:"updateProgress,omitempty"`
-}
-
-// PodCliqueScalingGroupUpdateProgress is the progress of a group's replicas towards
-// its templates.
-type PodCliqueScalingGroupUpdateProgress struct {
-	UpdateWindow `json:",inline"`
-	// ReplicaIndicesSelectedToUpdate are the group replicas being replaced now.
-	// +kubebuilder:validation:MaxItems=100
-	// +listType=atomic
-	// +optional
-	ReplicaIndicesSelectedToUpdate []int32 `json:"replicaIndicesSelectedToUpdate,omitempty"`
-}
-
 // PodCliqueScalingGroup is one scaling group of one PodCliqueSet replica: a set of
 // group replicas, each made of the group's cliques. Created by the operator.
 // +kubebuilder:object:root=true
@@ -97,8 +76,11 @@ type PodCliqueScalingGroup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PodCliqueScalingGroupSpec   `json:"spec,omitempty"`
-	Status PodCliqueScalingGroupStatus `json:"status,omitempty"`
+	Spec PodCliqueScalingGroupSpec `json:"spec,omitempty"`
+	// Status: the units are group replicas; a group replica counts as
+	// scheduled, ready or available when every member clique has minAvailable
+	// pods that are.
+	Status ChildStatus `json:"status,omitempty"`
 }
 
 // PodCliqueScalingGroupList is a list of PodCliqueScalingGroups.
@@ -107,12 +89,4 @@ type PodCliqueScalingGroupList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodCliqueScalingGroup `json:"items"`
-}
-
-// Window is when the update started and ended; nil before the first status.
-func (p *PodCliqueScalingGroupUpdateProgress) Window() *UpdateWindow {
-	if p == nil {
-		return nil
-	}
-	return &p.UpdateWindow
 }

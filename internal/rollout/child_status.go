@@ -8,13 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/naming"
 )
 
 // ChildFacts are what a child level's status says besides its plan: its spec and
 // what only its controller observes.
 type ChildFacts struct {
 	// Kind is KindClique (units are pods) or KindGroup (units are group replicas).
-	Kind       ChildKind
+	Kind ChildKind
+	// Name is the object's name; pods are named after it.
+	Name       string
 	Generation int64
 	// Spec is the child's update strategy and size as its owner wrote them.
 	Replicas, MinAvailable int32
@@ -26,9 +29,9 @@ type ChildFacts struct {
 
 // ChildStatus is the status of a PodClique or PodCliqueScalingGroup after plan,
 // given the status it had: counts, revisions, when the update started and
-// ended, and the Available and Progressing conditions. Condition transition
-// times are now. The window is never nil.
-func ChildStatus(prev v1alpha1.ChildStatus, prevWindow *v1alpha1.UpdateWindow, f ChildFacts, ls LevelStatus, now time.Time) (v1alpha1.ChildStatus, *v1alpha1.UpdateWindow) {
+// ended, the units selected to update, and the Available and Progressing
+// conditions. Condition transition times are now.
+func ChildStatus(prev v1alpha1.ChildStatus, f ChildFacts, ls LevelStatus, now time.Time) v1alpha1.ChildStatus {
 	st := *prev.DeepCopy()
 	st.ObservedGeneration = f.Generation
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = ls.Replicas, ls.ReadyReplicas, ls.AvailableReplicas
@@ -39,8 +42,8 @@ func ChildStatus(prev v1alpha1.ChildStatus, prevWindow *v1alpha1.UpdateWindow, f
 	onDelete := f.Strategy.Type == v1alpha1.OnDeleteStrategyType
 	mt := metav1.NewTime(now)
 	var w v1alpha1.UpdateWindow
-	if prevWindow != nil {
-		w = *prevWindow.DeepCopy()
+	if prev.UpdateProgress != nil {
+		w = *prev.UpdateProgress.UpdateWindow.DeepCopy()
 	}
 	if st.UpdateRevision != f.UpdateRevision {
 		st.UpdateRevision = f.UpdateRevision
@@ -60,8 +63,22 @@ func ChildStatus(prev v1alpha1.ChildStatus, prevWindow *v1alpha1.UpdateWindow, f
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status),
 			Reason: string(c.Reason), Message: c.Message, ObservedGeneration: f.Generation, LastTransitionTime: mt})
 	}
-	return st, &w
+	st.UpdateProgress = &v1alpha1.ChildUpdateProgress{UpdateWindow: w}
+	for i, idx := range ls.SelectedToUpdate {
+		if i == maxSelectedInStatus {
+			break
+		}
+		if f.Kind == KindGroup {
+			st.UpdateProgress.ReplicaIndicesSelectedToUpdate = append(st.UpdateProgress.ReplicaIndicesSelectedToUpdate, idx)
+		} else {
+			st.UpdateProgress.PodsSelectedToUpdate = append(st.UpdateProgress.PodsSelectedToUpdate, naming.Pod(f.Name, int(idx)))
+		}
+	}
+	return st
 }
+
+// maxSelectedInStatus keeps the status bounded.
+const maxSelectedInStatus = 100
 
 // units is what a child level's units are called in messages.
 func (f ChildFacts) units() string {

@@ -6,26 +6,19 @@ package podcliquescalinggroup
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
-	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -38,41 +31,6 @@ type Reconciler struct {
 	// Gangs makes the gangs of group replicas above minAvailable.
 	Gangs gang.Backend
 	Now   func() time.Time
-}
-
-// SetupWithManager registers the reconciler. It wakes up on its groups, their
-// member PodCliques, and the pods of those (readiness decides availability).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	if r.Expectations == nil {
-		r.Expectations = expectations.New[rollout.GroupReplicaObservation](r.Now)
-	}
-	if r.Gangs == nil {
-		r.Gangs = gang.None{}
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("podcliquescalinggroup").
-		For(&v1alpha1.PodCliqueScalingGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.PodClique{}, r.Expectations.EnqueueController(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind())).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
-		Complete(r)
-}
-
-// groupOfPod maps a pod of a group replica to its PodCliqueScalingGroup.
-func groupOfPod(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	group, ok := l[v1alpha1.LabelPodCliqueScalingGroup]
-	if !ok {
-		return nil
-	}
-	idx, err := strconv.Atoi(l[v1alpha1.LabelPodCliqueSetReplicaIndex])
-	if err != nil {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{
-		Namespace: o.GetNamespace(), Name: naming.ScalingGroup(l[v1alpha1.LabelPodCliqueSet], idx, group)}}}
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -183,12 +141,7 @@ func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	if cfg == nil {
 		return groupTemplates{}, fmt.Errorf("revision %s has no scaling group %s", cur, name)
 	}
-	var cliques []v1alpha1.PodCliqueTemplateSpec
-	for _, n := range cfg.CliqueNames {
-		if c := t.Clique(n); c != nil {
-			cliques = append(cliques, *c)
-		}
-	}
+	cliques := t.Members(cfg)
 	curHash, ok := rev.Role(name)
 	if !ok {
 		return groupTemplates{}, fmt.Errorf("revision %s has no hash for scaling group %s", cur, name)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
@@ -64,6 +65,13 @@ func templateReplicas(o metav1.Object) int32 {
 	return int32(n)
 }
 
+// encode is the child spec of role for target t, keeping replicas that were
+// scaled through /scale (observed) while the template's stay as they were.
+func (e *childEncoder) encode(role string, t rollout.Target, limits *v1alpha1.ComponentUpdateStrategy,
+	observed *rollout.ChildReplicasObservation, templateReplicas int32) rollout.ChildSpec {
+	return rollout.EncodeTarget(t, e.revs, role, limits, rollout.ChildReplicas(observed, templateReplicas))
+}
+
 // clique is the standalone PodClique that runs target t.
 func (e *childEncoder) clique(name string, t rollout.Target, existing *v1alpha1.PodClique) (*v1alpha1.PodClique, error) {
 	tmpl, err := e.templateAt(t.SetRevision)
@@ -78,8 +86,7 @@ func (e *childEncoder) clique(name string, t rollout.Target, existing *v1alpha1.
 	if existing != nil {
 		observed = observedReplicas(existing, existing.Spec.Replicas)
 	}
-	cs := rollout.EncodeTarget(t, e.revs, name, live.UpdateStrategy, rollout.ChildReplicas(observed, live.Replicas))
-	minAvailable := live.EffectiveMinAvailable()
+	cs, minAvailable := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas), live.EffectiveMinAvailable()
 	pclq := &v1alpha1.PodClique{
 		ObjectMeta: e.meta(naming.PodClique(e.pcs.Name, int(e.replica), name), map[string]string{v1alpha1.LabelClique: name}, t.SetRevision, live.Replicas),
 		Spec: v1alpha1.PodCliqueSpec{
@@ -103,27 +110,22 @@ func (e *childEncoder) group(name string, t rollout.Target, existing *v1alpha1.P
 	if at == nil || live == nil {
 		return nil, fmt.Errorf("PodCliqueSet %s: scaling group %s missing at revision %s", e.pcs.Name, name, t.SetRevision)
 	}
-	var members []v1alpha1.PodCliqueTemplateSpec
-	for _, n := range at.CliqueNames {
-		if c := tmpl.Clique(n); c != nil {
-			m := *c.DeepCopy()
-			m.UpdateStrategy = nil
-			members = append(members, m)
-		}
+	members := tmpl.Members(at)
+	for i := range members {
+		members[i].UpdateStrategy = nil // a group replica is replaced whole
 	}
 	var observed *rollout.ChildReplicasObservation
 	if existing != nil {
 		observed = observedReplicas(existing, existing.Spec.Replicas)
 	}
-	cs := rollout.EncodeTarget(t, e.revs, name, live.UpdateStrategy, rollout.ChildReplicas(observed, live.Replicas))
-	minAvailable := live.EffectiveMinAvailable()
 	g := &v1alpha1.PodCliqueScalingGroup{
 		ObjectMeta: e.meta(naming.ScalingGroup(e.pcs.Name, int(e.replica), name), map[string]string{v1alpha1.LabelPodCliqueScalingGroup: name}, t.SetRevision, live.Replicas),
 		Spec: v1alpha1.PodCliqueScalingGroupSpec{
-			Replicas: cs.Replicas, MinAvailable: &minAvailable, MinReadySeconds: e.spec.MinReadySeconds,
-			Revision: cs.Revision, UpdateStrategy: cs.UpdateStrategy, Cliques: members,
+			MinAvailable: ptr.To(live.EffectiveMinAvailable()), MinReadySeconds: e.spec.MinReadySeconds, Cliques: members,
 		},
 	}
+	cs := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas)
+	g.Spec.Replicas, g.Spec.Revision, g.Spec.UpdateStrategy = cs.Replicas, cs.Revision, cs.UpdateStrategy
 	if e.baseGang != "" {
 		g.Spec.Gang = &v1alpha1.ScalingGroupGang{BasePodGroupName: e.baseGang, BaseScheduled: e.baseScheduled}
 	}

@@ -9,17 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
@@ -38,40 +31,6 @@ type Reconciler struct {
 	// Metrics records rollouts; nil records nothing.
 	Metrics *metrics.Rollouts
 	Now     func() time.Time
-}
-
-// SetupWithManager registers the reconciler. Pods wake it up too: readiness
-// gates role steps and moves the rollout from one replica to the next.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	if r.Gangs == nil {
-		r.Gangs = gang.None{}
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("podcliqueset").
-		For(&v1alpha1.PodCliqueSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&v1alpha1.PodClique{}).
-		Owns(&v1alpha1.PodCliqueScalingGroup{}).
-		Owns(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(setOfObject)).
-		Watches(&v1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(setOfObject))
-	if r.Gangs.Name() == gang.NameNative {
-		// The scheduler explains an unplaceable gang on its PodGroup, sometimes
-		// after the pods' last change: GangScheduled must catch up with it.
-		b = b.Watches(&schedulingv1alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(setOfObject))
-	}
-	return b.Complete(r)
-}
-
-// setOfObject maps any object labelled with a PodCliqueSet to it.
-func setOfObject(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[v1alpha1.LabelPodCliqueSet]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // Reconcile implements reconcile.Reconciler.
