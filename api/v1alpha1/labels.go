@@ -48,3 +48,19 @@ const AnnotationRollbackTo = "lockstep.dev/rollback-to"
 
 // RollbackToPrevious is the AnnotationRollbackTo value for the revision before.
 const RollbackToPrevious = "previous"
+
+// SetUnitLabels writes into l the labels of a unit made from a template (a pod,
+// or a member PodClique of a group replica): managed-by, the template hash, the
+// PodCliqueSet revision when known, and the surge marker, removed when the unit
+// is not a surge unit.
+func SetUnitLabels(l map[string]string, templateHash, setRevision string, surge bool) {
+	l[LabelManagedBy] = ManagedByValue
+	l[LabelTemplateHash] = templateHash
+	if setRevision != "" {
+		l[LabelPodCliqueSetRevision] = setRevision
+	}
+	delete(l, LabelSurge)
+	if surge {
+		l[LabelSurge] = "true"
+	}
+}

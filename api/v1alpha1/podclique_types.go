@@ -84,3 +84,6 @@ type PodCliqueList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodClique `json:"items"`
 }
+
+// UnitStatus is the status of the PodClique's units (pods).
+func (o *PodClique) UnitStatus() *ChildStatus { return &o.Status }

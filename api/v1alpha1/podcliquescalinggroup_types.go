@@ -90,3 +90,6 @@ type PodCliqueScalingGroupList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PodCliqueScalingGroup `json:"items"`
 }
+
+// UnitStatus is the status of the PodCliqueScalingGroup's units (group replicas).
+func (o *PodCliqueScalingGroup) UnitStatus() *ChildStatus { return &o.Status }

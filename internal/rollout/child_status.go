@@ -6,6 +6,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
@@ -24,7 +25,8 @@ type ChildFacts struct {
 	Strategy               v1alpha1.ChildUpdateStrategy
 	// UpdateRevision is the hash of the child's template.
 	UpdateRevision string
-	Selector       string
+	// SelectorLabels select the object's pods (for /scale).
+	SelectorLabels map[string]string
 }
 
 // ChildStatus is the status of a PodClique or PodCliqueScalingGroup after plan,
@@ -37,7 +39,7 @@ func ChildStatus(prev v1alpha1.ChildStatus, f ChildFacts, ls LevelStatus, now ti
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = ls.Replicas, ls.ReadyReplicas, ls.AvailableReplicas
 	st.UpdatedReplicas, st.UpdatedReadyReplicas = ls.UpdatedReplicas, ls.UpdatedReadyReplicas
 	st.ScheduledReplicas = ls.ScheduledReplicas
-	st.Selector = f.Selector
+	st.Selector = labels.SelectorFromSet(f.SelectorLabels).String()
 
 	onDelete := f.Strategy.Type == v1alpha1.OnDeleteStrategyType
 	mt := metav1.NewTime(now)

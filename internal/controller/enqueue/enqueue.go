@@ -8,11 +8,23 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 )
+
+// ToPodCliqueSet enqueues the PodCliqueSet an object is labelled with.
+func ToPodCliqueSet() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(PodCliqueSetOf)
+}
+
+// ToScalingGroup enqueues the PodCliqueScalingGroup a pod's group replica
+// belongs to.
+func ToScalingGroup() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(ScalingGroupOfPod)
+}
 
 // PodCliqueSetOf maps any object labelled with a PodCliqueSet to it.
 func PodCliqueSetOf(_ context.Context, o client.Object) []reconcile.Request {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 )
 
 // Timeout bounds how long a write is waited for; a watch event lost for longer
@@ -185,15 +186,25 @@ func (s *Store[U]) EnqueueController(owner schema.GroupKind) handler.EventHandle
 	}
 }
 
-// GetLive reads the owner called key into obj. It reports false when there is
-// nothing to reconcile: the owner is gone (what was expected of it is forgotten)
-// or being deleted.
-func (s *Store[U]) GetLive(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) (bool, error) {
-	if err := c.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			s.Forget(key)
+// Reconciler reconciles the owners a controller keeps expectations for: it
+// reads the owner a request names and, unless it is gone (what was expected of
+// it is then forgotten) or being deleted, hands it to fn. A write conflict
+// becomes a quiet requeue (requeue.OnConflict).
+func Reconciler[U, T any, P interface {
+	*T
+	client.Object
+}](c client.Reader, s *Store[U], fn func(context.Context, P) (reconcile.Result, error)) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		obj := P(new(T))
+		if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.Forget(req.NamespacedName)
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		return false, client.IgnoreNotFound(err)
-	}
-	return obj.GetDeletionTimestamp().IsZero(), nil
+		if !obj.GetDeletionTimestamp().IsZero() {
+			return reconcile.Result{}, nil
+		}
+		return requeue.OnConflict(fn(ctx, obj))
+	})
 }

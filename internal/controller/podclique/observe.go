@@ -4,7 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
@@ -31,7 +31,7 @@ func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now t
 		p := &owned[i]
 		seen = append(seen, expectations.Observed{Name: p.Name, UID: p.UID, Terminating: p.DeletionTimestamp != nil})
 	}
-	unseenCreates, unseenDeletes := r.Expectations.Reconcile(key(pclq), seen)
+	unseenCreates, unseenDeletes := r.Expectations.Reconcile(client.ObjectKeyFromObject(pclq), seen)
 	for i := range owned {
 		p := &owned[i]
 		u, ok := pods.Unit(p, pclq.Spec.MinReadySeconds, now)
@@ -49,10 +49,4 @@ func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now t
 	}
 	obs.units = append(obs.units, unseenCreates...)
 	return obs
-}
-
-// metav1IsControlledBy reports whether pod's controller is pclq.
-func metav1IsControlledBy(pod *corev1.Pod, pclq *v1alpha1.PodClique) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.UID == pclq.UID
 }

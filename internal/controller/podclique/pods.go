@@ -35,16 +35,9 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.P
 			labels[k] = v
 		}
 	}
-	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	labels[v1alpha1.LabelPodClique] = pclq.Name
 	labels[v1alpha1.LabelPodIndex] = strconv.Itoa(int(c.Index))
-	labels[v1alpha1.LabelTemplateHash] = t.hash
-	if t.setRevision != "" {
-		labels[v1alpha1.LabelPodCliqueSetRevision] = t.setRevision
-	}
-	if c.Surge {
-		labels[v1alpha1.LabelSurge] = "true"
-	}
+	v1alpha1.SetUnitLabels(labels, t.hash, t.setRevision, c.Surge)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
@@ -79,7 +72,7 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}
-		r.Expectations.Deleted(key(pclq), uid)
+		r.Expectations.Deleted(client.ObjectKeyFromObject(pclq), uid)
 		r.Recorder.Eventf(pclq, pod, corev1.EventTypeNormal, "DeletedPod", "Delete",
 			"Deleted pod %s (index %d, revision %s): %s", pod.Name, d.Index, pod.Labels[v1alpha1.LabelTemplateHash], d.Reason)
 	}
@@ -96,7 +89,7 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if err != nil {
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
-		r.Expectations.Created(key(pclq), pod.Name, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time})
+		r.Expectations.Created(client.ObjectKeyFromObject(pclq), pod.Name, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time})
 		what := "pod"
 		if c.Surge {
 			what = "surge pod"

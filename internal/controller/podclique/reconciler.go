@@ -9,14 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
-	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -29,16 +29,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return requeue.OnConflict(r.reconcile(ctx, req))
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pclq := &v1alpha1.PodClique{}
-	if live, err := r.Expectations.GetLive(ctx, r.Client, req.NamespacedName, pclq); !live || err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (ctrl.Result, error) {
 	now := r.Now()
 	templates, err := r.templates(ctx, pclq)
 	if err != nil {
@@ -52,7 +43,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	policy := childSpec(pclq).Policy(rollout.KindClique, templates.update.hash, templates.current.hash)
 	plan, err := rollout.PlanLevel(policy, obs.units)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", client.ObjectKeyFromObject(pclq), err)
 	}
 	if err := r.apply(ctx, pclq, plan, obs, templates); err != nil {
 		return ctrl.Result{}, err
@@ -60,7 +51,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.releaseGate(ctx, pclq, pods); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, pclq, plan, templates, now); err != nil {
+	facts := rollout.ChildFacts{Kind: rollout.KindClique, Replicas: pclq.Spec.Replicas, MinAvailable: pclq.Spec.EffectiveMinAvailable(),
+		Strategy: pclq.Spec.UpdateStrategy, UpdateRevision: templates.update.hash,
+		SelectorLabels: map[string]string{v1alpha1.LabelPodClique: pclq.Name}}
+	if err := write.ChildStatus(ctx, r.Client, pclq, facts, plan.Status, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, nil
@@ -75,15 +69,11 @@ func (r *Reconciler) ownedPods(ctx context.Context, pclq *v1alpha1.PodClique) ([
 	}
 	owned := list.Items[:0]
 	for _, p := range list.Items {
-		if metav1IsControlledBy(&p, pclq) {
+		if metav1.IsControlledBy(&p, pclq) {
 			owned = append(owned, p)
 		}
 	}
 	return owned, nil
-}
-
-func key(o client.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 }
 
 // childSpec is the part of the spec the owner writes to steer the update.

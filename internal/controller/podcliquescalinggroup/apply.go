@@ -28,7 +28,7 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 			}
-			r.Expectations.Deleted(key(g), uid)
+			r.Expectations.Deleted(client.ObjectKeyFromObject(g), uid)
 		}
 		if len(obs.Members[d.Index]) > 0 {
 			r.Recorder.Eventf(g, nil, corev1.EventTypeNormal, "DeletedGroupReplica", "Delete",
@@ -67,7 +67,7 @@ func (r *Reconciler) createMember(ctx context.Context, g *v1alpha1.PodCliqueScal
 	if err != nil {
 		return false, fmt.Errorf("creating PodClique %s: %w", pclq.Name, err)
 	}
-	r.Expectations.Created(key(g), pclq.Name, rollout.GroupReplicaObservation{
+	r.Expectations.Created(client.ObjectKeyFromObject(g), pclq.Name, rollout.GroupReplicaObservation{
 		Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pclq.CreationTimestamp.Time})
 	return true, nil
 }
@@ -136,7 +136,7 @@ func (r *Reconciler) removeReplica(ctx context.Context, g *v1alpha1.PodCliqueSca
 		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 		}
-		r.Expectations.Deleted(key(g), uid)
+		r.Expectations.Deleted(client.ObjectKeyFromObject(g), uid)
 		left = append(left, c.Labels[v1alpha1.LabelClique])
 	}
 	rep.Terminating = true
@@ -151,17 +151,9 @@ func memberPodClique(g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t grou
 	if labels == nil { // a group made by hand rather than by a PodCliqueSet
 		labels = map[string]string{}
 	}
-	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	labels[v1alpha1.LabelClique] = clique.Name
 	labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex] = strconv.Itoa(int(c.Index))
-	labels[v1alpha1.LabelTemplateHash] = t.hash
-	if t.setRevision != "" {
-		labels[v1alpha1.LabelPodCliqueSetRevision] = t.setRevision
-	}
-	delete(labels, v1alpha1.LabelSurge)
-	if c.Surge {
-		labels[v1alpha1.LabelSurge] = "true"
-	}
+	v1alpha1.SetUnitLabels(labels, t.hash, t.setRevision, c.Surge)
 	minAvailable := clique.EffectiveMinAvailable()
 	return &v1alpha1.PodClique{
 		ObjectMeta: metav1.ObjectMeta{

@@ -1,9 +1,10 @@
 package podcliquescalinggroup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // selector picks the objects of this group: its PodCliqueSet replica and group name.
@@ -46,7 +48,7 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 	for _, c := range owned {
 		seen = append(seen, expectations.Observed{Name: c.Name, UID: c.UID, Terminating: c.DeletionTimestamp != nil})
 	}
-	unseenCreates, unseenDeletes := r.Expectations.Reconcile(key(g), seen)
+	unseenCreates, unseenDeletes := r.Expectations.Reconcile(client.ObjectKeyFromObject(g), seen)
 	pending := map[int32]int{}
 	for _, c := range unseenCreates {
 		pending[c.Index]++
@@ -70,6 +72,6 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 			obs.Replicas = append(obs.Replicas, c)
 		}
 	}
-	sort.Slice(obs.Replicas, func(i, j int) bool { return obs.Replicas[i].Index < obs.Replicas[j].Index })
+	slices.SortFunc(obs.Replicas, func(a, b rollout.GroupReplicaObservation) int { return cmp.Compare(a.Index, b.Index) })
 	return obs, nil
 }

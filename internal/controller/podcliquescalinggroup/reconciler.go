@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +16,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
-	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -33,16 +32,7 @@ type Reconciler struct {
 	Now   func() time.Time
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return requeue.OnConflict(r.reconcile(ctx, req))
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	g := &v1alpha1.PodCliqueScalingGroup{}
-	if live, err := r.Expectations.GetLive(ctx, r.Client, req.NamespacedName, g); !live || err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (ctrl.Result, error) {
 	now := r.Now()
 	templates, err := r.templates(ctx, g)
 	if err != nil {
@@ -59,7 +49,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	policy := childSpec(g).Policy(rollout.KindGroup, templates.update.hash, templates.current.hash)
 	plan, err := rollout.PlanLevel(policy, units)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", client.ObjectKeyFromObject(g), err)
 	}
 	if err := r.syncScaledGangs(ctx, g, plan, obs); err != nil {
 		return ctrl.Result{}, err
@@ -70,7 +60,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncGangGates(ctx, g, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, r.updateStatus(ctx, g, plan, templates.update.hash, now)
+	facts := rollout.ChildFacts{Kind: rollout.KindGroup, Replicas: g.Spec.Replicas, MinAvailable: g.Spec.EffectiveMinAvailable(),
+		Strategy: g.Spec.UpdateStrategy, UpdateRevision: templates.update.hash, SelectorLabels: selector(g)}
+	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, write.ChildStatus(ctx, r.Client, g, facts, plan.Status, now)
 }
 
 // childSpec is the part of the spec the owner writes to steer the update.
@@ -147,8 +139,4 @@ func (r *Reconciler) templates(ctx context.Context, g *v1alpha1.PodCliqueScaling
 		return groupTemplates{}, fmt.Errorf("revision %s has no hash for scaling group %s", cur, name)
 	}
 	return groupTemplates{update: update, current: groupTemplate{cliques: cliques, hash: curHash, setRevision: cur}}, nil
-}
-
-func key(o client.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 }

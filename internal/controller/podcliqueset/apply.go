@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,7 +32,7 @@ func (r *Reconciler) deleteReplicas(ctx context.Context, pcs *v1alpha1.PodClique
 			uid := o.GetUID()
 			// Foreground: the children stay, terminating, until their pods are gone,
 			// so the replica is not made again while its old pods still run.
-			if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground)); ignoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting %s of replica %d: %w", o.GetName(), d.Index, err)
 			}
 			deleted = true
@@ -98,7 +97,7 @@ func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 		}
 		have[idx] = true
 		if !live[idx] {
-			if err := r.Client.Delete(ctx, svc); ignoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting Service %s: %w", svc.Name, err)
 			}
 		}
@@ -117,7 +116,7 @@ func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 				PublishNotReadyAddresses: true, // peers find each other while starting up
 			},
 		}
-		if err := r.Client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, svc); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating Service %s: %w", svc.Name, err)
 		}
 	}

@@ -37,14 +37,13 @@ func TestChildSpecs_TheControllerWritesWhatPlanTreePlannedWith(t *testing.T) {
 				c := &to.Spec.Template.Cliques[i].Template.Spec.Containers[0]
 				c.Image = strings.Replace(c.Image, ":v1", ":v2", 1) + "-next"
 			}
-			fromRev, err := revision.ForSpec(from.Name, &from.Spec)
-			if err != nil {
-				t.Fatal(err)
+			var revs [2]rollout.SetRevision
+			for i, pcs := range []*v1alpha1.PodCliqueSet{from, to} {
+				if revs[i], err = revision.ForSpec(pcs.Name, &pcs.Spec); err != nil {
+					t.Fatal(err)
+				}
 			}
-			toRev, err := revision.ForSpec(to.Name, &to.Spec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fromRev, toRev := revs[0], revs[1]
 			tmpls := templates{fromRev.Name: &from.Spec.Template, toRev.Name: &to.Spec.Template}
 			compared := 0
 			res := simulate.Run(simulate.Scenario{

@@ -120,10 +120,3 @@ func replicaIndex(o client.Object) (int32, bool) {
 	i, err := strconv.Atoi(o.GetLabels()[v1alpha1.LabelPodCliqueSetReplicaIndex])
 	return int32(i), err == nil
 }
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,7 +42,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, pcs *v1alpha1.PodCliqueS
 		if err != nil {
 			return rollout.Revisions{}, nil, nil, err
 		}
-		if err := r.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, cr); client.IgnoreAlreadyExists(err) != nil {
 			return rollout.Revisions{}, nil, nil, fmt.Errorf("creating revision %s: %w", cr.Name, err)
 		}
 		owned = append(owned, *cr)
@@ -136,7 +135,7 @@ func (r *Reconciler) trimHistory(ctx context.Context, pcs *v1alpha1.PodCliqueSet
 		}
 	}
 	for i := 0; i < len(old)-int(limit); i++ {
-		if err := r.Client.Delete(ctx, &old[i]); ignoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, &old[i]); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("trimming revision %s: %w", old[i].Name, err)
 		}
 	}

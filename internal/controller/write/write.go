@@ -7,10 +7,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // Object is a pointer to a Kubernetes object type.
@@ -56,4 +60,17 @@ func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set
 // kind is the Go type name of T, which for API types is the kind.
 func kind[T any]() string {
 	return reflect.TypeFor[T]().Name()
+}
+
+// ChildStatus writes the status rollout.ChildStatus computes for a PodClique or
+// a PodCliqueScalingGroup after plan.
+func ChildStatus[T any, P interface {
+	Object[T]
+	UnitStatus() *v1alpha1.ChildStatus
+}](ctx context.Context, c client.Client, obj P, facts rollout.ChildFacts, ls rollout.LevelStatus, now time.Time) error {
+	facts.Name, facts.Generation = obj.GetName(), obj.GetGeneration()
+	return Status(ctx, c, obj, func(o P) {
+		st := o.UnitStatus()
+		*st = rollout.ChildStatus(*st, facts, ls, now)
+	})
 }
