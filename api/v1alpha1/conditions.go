@@ -14,6 +14,13 @@ const (
 	// ConditionGangScheduled: every replica's base gang is placed, and if not,
 	// why, in the scheduler's words (PodCliqueSet, with gang scheduling on).
 	ConditionGangScheduled ConditionType = "GangScheduled"
+	// ConditionReconciling: True while the operator is still moving the
+	// PodCliqueSet towards its spec (a rollout or a scale under way). Tools that
+	// compute kstatus (helm --wait, Flux, Argo CD) wait while it is True.
+	ConditionReconciling ConditionType = "Reconciling"
+	// ConditionStalled: True when the rollout cannot go on by itself (its progress
+	// deadline passed); kstatus reports such an object as Failed.
+	ConditionStalled ConditionType = "Stalled"
 )
 
 // ConditionReason is the machine-readable reason of a condition.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -49,7 +47,7 @@ type operatorOptions struct {
 	mutatingConfigName   string
 	validatingConfigName string
 	gangBackend          string
-	zap                  zap.Options
+	log                  logOptions
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -79,14 +77,16 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.mutatingConfigName, "mutating-webhook-configuration", "lockstep-mutating-webhook-configuration", "In-cluster: the MutatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.gangBackend, "gang-backend", gang.ModeAuto, "Gang scheduling: auto (native when the apiserver serves scheduling.k8s.io/v1alpha2 PodGroups, else none), native or none.")
-	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
-	o.zap.BindFlags(zapFlags)
-	f.AddGoFlagSet(zapFlags)
+	o.log.bind(f)
 	return cmd
 }
 
 func runOperator(o *operatorOptions) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	logger, err := o.log.logger()
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := restConfig(o.kubeconfig)

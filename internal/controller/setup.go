@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliqueset"
@@ -24,7 +25,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	rollouts := lockstepmetrics.NewRollouts(crmetrics.Registry)
 	if err := (&podcliqueset.Reconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("lockstep-podcliqueset"),
+		Recorder: narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliqueset"), mgr.GetLogger().WithName("podcliqueset")),
 		Gangs:    gangs,
 		Metrics:  rollouts,
 		Now:      time.Now,
@@ -33,7 +34,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	}
 	if err := (&podclique.Reconciler{
 		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("lockstep-podclique"),
+		Recorder:     narrate.Recorder(mgr.GetEventRecorder("lockstep-podclique"), mgr.GetLogger().WithName("podclique")),
 		Expectations: expectations.New[rollout.Unit](time.Now),
 		Now:          time.Now,
 	}).SetupWithManager(mgr); err != nil {
@@ -41,7 +42,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	}
 	if err := (&podcliquescalinggroup.Reconciler{
 		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("lockstep-podcliquescalinggroup"),
+		Recorder:     narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliquescalinggroup"), mgr.GetLogger().WithName("podcliquescalinggroup")),
 		Expectations: expectations.New[rollout.GroupReplicaObservation](time.Now),
 		Gangs:        gangs,
 		Now:          time.Now,

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -593,4 +594,20 @@ func PodAvailable(ready bool, readySince time.Time, minReadySeconds int32, now t
 		return true
 	}
 	return !readySince.IsZero() && !now.Before(readySince.Add(time.Duration(minReadySeconds)*time.Second))
+}
+
+// Summary is the plan as key/value pairs for a log line: what it creates and
+// deletes (index and reason) and the counts it reports.
+func (p LevelPlan) Summary() []any {
+	creates := make([]string, 0, len(p.Creates))
+	for _, c := range p.Creates {
+		creates = append(creates, fmt.Sprintf("%d@%s", c.Index, c.Revision))
+	}
+	deletes := make([]string, 0, len(p.Deletes))
+	for _, d := range p.Deletes {
+		deletes = append(deletes, fmt.Sprintf("%d:%s", d.Index, d.Reason))
+	}
+	s := p.Status
+	return []any{"creates", creates, "deletes", deletes, "replicas", s.Replicas, "updated", s.UpdatedReplicas,
+		"available", s.AvailableReplicas, "complete", s.Complete}
 }

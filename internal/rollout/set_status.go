@@ -17,8 +17,25 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 		s.CurrentRevision = rev.Update.Name
 	}
 	s.Progress, s.DeadlineExceeded = p.progress(s, u)
-	s.Conditions = []Condition{p.availableCondition(s), p.progressingCondition(s, u)}
+	progressing := p.progressingCondition(s, u)
+	s.Conditions = append([]Condition{p.availableCondition(s), progressing}, kstatusConditions(progressing)...)
 	return s
+}
+
+// kstatusConditions are Reconciling and Stalled, read from Progressing the way
+// kstatus expects them: Reconciling is True while the operator still has work
+// it will do by itself; a rollout held by design (paused, at the partition,
+// OnDelete waiting for deletions) is not reconciling; a passed deadline stalls.
+func kstatusConditions(progressing Condition) []Condition {
+	reconciling := Condition{Type: v1alpha1.ConditionReconciling, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
+	stalled := Condition{Type: v1alpha1.ConditionStalled, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
+	switch progressing.Reason {
+	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonScaling:
+		reconciling.Status = "True"
+	case v1alpha1.ReasonProgressDeadlineExceeded:
+		stalled.Status = "True"
+	}
+	return []Condition{reconciling, stalled}
 }
 
 // counts counts the observed live PCS replicas and decides completeness: exactly

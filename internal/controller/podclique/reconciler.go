@@ -16,6 +16,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -45,6 +46,7 @@ func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (c
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", client.ObjectKeyFromObject(pclq), err)
 	}
+	narrate.Plan(ctx, plan.Summary())
 	if err := r.apply(ctx, pclq, plan, obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/revision"
@@ -51,6 +52,7 @@ func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", client.ObjectKeyFromObject(g), err)
 	}
+	narrate.Plan(ctx, plan.Summary())
 	if err := r.syncScaledGangs(ctx, g, plan, obs); err != nil {
 		return ctrl.Result{}, err
 	}

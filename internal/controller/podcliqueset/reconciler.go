@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
@@ -72,6 +73,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}
+	narrate.Plan(ctx, []any{"createReplicas", len(plan.Creates), "deleteReplicas", len(plan.Deletes),
+		"updated", plan.Status.UpdatedReplicas, "available", plan.Status.AvailableReplicas, "complete", plan.Status.Complete,
+		"progressing", progressingReason(plan.Status)})
 	if err := r.deleteReplicas(ctx, pcs, plan, children); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -119,4 +123,14 @@ func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAva
 func replicaIndex(o client.Object) (int32, bool) {
 	i, err := strconv.Atoi(o.GetLabels()[v1alpha1.LabelPodCliqueSetReplicaIndex])
 	return int32(i), err == nil
+}
+
+// progressingReason is the reason of the plan's Progressing condition.
+func progressingReason(s rollout.SetStatus) v1alpha1.ConditionReason {
+	for _, c := range s.Conditions {
+		if c.Type == v1alpha1.ConditionProgressing {
+			return c.Reason
+		}
+	}
+	return ""
 }

@@ -77,6 +77,23 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 // updateStatus writes the status the plan implies and an Event for every step a
 // rollout took since the last one.
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) error {
+	st := desiredStatus(pcs, plan, gangs, waiting)
+	r.narrate(pcs, &pcs.Status, st)
+	r.record(pcs, &pcs.Status, st, plan.Status)
+	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pcs.Status = *st
+	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
+		return fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
+	}
+	return nil
+}
+
+// desiredStatus is the status the plan implies: counts, revisions, the
+// conditions (Progressing naming what the rollout waits for), progress.
+func desiredStatus(pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) *v1alpha1.PodCliqueSetStatus {
 	s := plan.Status
 	st := pcs.Status.DeepCopy()
 	st.ObservedGeneration = pcs.Generation
@@ -97,17 +114,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 		apimeta.RemoveStatusCondition(&st.Conditions, string(v1alpha1.ConditionGangScheduled))
 	}
 	st.UpdateProgress = progressStatus(s.Progress)
-	r.narrate(pcs, &pcs.Status, st)
-	r.record(pcs, &pcs.Status, st, plan.Status)
-	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pcs.Status = *st
-	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
-		return fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
-	}
-	return nil
+	return st
 }
 
 // blockers names what a rollout waits for: the oldest pods of the update

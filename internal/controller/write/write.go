@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -31,6 +32,7 @@ func CreateOrPatch[T any, P Object[T]](ctx context.Context, c client.Client, cur
 		if err := c.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s: %w", kind[T](), desired.GetName(), err)
 		}
+		log.FromContext(ctx).Info("created", "kind", kind[T](), "name", desired.GetName())
 		return nil
 	}
 	before := current.DeepCopyObject().(P)
@@ -41,6 +43,7 @@ func CreateOrPatch[T any, P Object[T]](ctx context.Context, c client.Client, cur
 	if err := c.Patch(ctx, current, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating %s %s: %w", kind[T](), current.GetName(), err)
 	}
+	log.FromContext(ctx).Info("updated", "kind", kind[T](), "name", current.GetName())
 	return nil
 }
 
@@ -54,6 +57,7 @@ func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set
 	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating status of %s %s: %w", kind[T](), obj.GetName(), err)
 	}
+	log.FromContext(ctx).V(1).Info("status updated", "kind", kind[T](), "name", obj.GetName())
 	return nil
 }
 

@@ -1,0 +1,56 @@
+// Package narrate makes every Event a controller records also a structured log
+// line, so that the operator's log alone tells what it did, to what and why:
+// every action the controllers take (a pod or group replica created or
+// deleted, a replica recreated, a rollout step) is recorded as an Event.
+package narrate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Recorder records through inner and logs each event to log.
+func Recorder(inner events.EventRecorder, log logr.Logger) events.EventRecorder {
+	return &recorder{inner: inner, log: log}
+}
+
+type recorder struct {
+	inner events.EventRecorder
+	log   logr.Logger
+}
+
+// Eventf implements events.EventRecorder.
+func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	kv := []any{"action", action, "reason", reason, "type", eventtype}
+	kv = append(kv, objectKeys("object", regarding)...)
+	kv = append(kv, objectKeys("related", related)...)
+	r.log.Info(fmt.Sprintf(note, args...), kv...)
+}
+
+// objectKeys names an object as key/value pairs: its kind, namespace and name.
+func objectKeys(prefix string, o runtime.Object) []any {
+	if o == nil {
+		return nil
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return nil
+	}
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = fmt.Sprintf("%T", o)
+	}
+	return []any{prefix, m.GetNamespace() + "/" + m.GetName(), prefix + "Kind", kind}
+}
+
+// Plan logs what a plan decided, at debug level (--log-level debug).
+func Plan(ctx context.Context, summary []any) {
+	log.FromContext(ctx).V(1).Info("plan", summary...)
+}
