@@ -228,14 +228,15 @@ type PodCliqueSetUpdateProgress struct {
 	// +optional
 	UpdateEndedAt *metav1.Time `json:"updateEndedAt,omitempty"`
 
-	// LastProgressAt is when updated, ready or available counts last changed; the
-	// progress deadline is measured from it.
+	// LastProgressAt is when an updated, ready or available count last rose above
+	// its highest so far; the progress deadline is measured from it.
 	// +optional
 	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
 
-	// ProgressCounts are the updated, ready and available units, summed over
-	// every level, when progress was last recorded: a change in any of them is
-	// progress and moves lastProgressAt.
+	// ProgressCounts are the highest updated, ready and available units, summed
+	// over every level, seen during this rollout: only a count rising above them
+	// is progress and moves lastProgressAt (a pod flapping between ready and not
+	// ready is not).
 	// +optional
 	ProgressCounts *UnitCounts `json:"progressCounts,omitempty"`
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -382,5 +383,23 @@ func TestCountTicks(t *testing.T) {
 		if got := countTicks(tc.yMax, tc.desired); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("countTicks(%d, %d) = %v, want %v", tc.yMax, tc.desired, got, tc.want)
 		}
+	}
+}
+
+// A rollout held at a partition is complete as far as it may go: the result
+// says which replicas moved and which kept the old revision, not that every
+// unit runs the new one.
+func TestText_ARolloutHeldAtAPartitionSaysSo(t *testing.T) {
+	to := small("engine:v2")
+	to.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.PodCliqueSetRollingUpdate{Partition: new(int32(1))}
+	p := Simulate(input(t, small("engine:v1"), to))
+	out := text(t, p)
+	want := fmt.Sprintf("Result: Complete. Held at partition 1: replicas 1 and up run %s, replicas below 1 keep %s;",
+		p.ToRevision.Name, p.FromRevision.Name)
+	if !strings.Contains(out, want) {
+		t.Fatalf("text lacks %q\n%s", want, out)
+	}
+	if strings.Contains(out, "Every unit runs") {
+		t.Fatalf("a partitioned rollout reported as every unit updated:\n%s", out)
 	}
 }

@@ -512,7 +512,7 @@ func (t *textWriter) result() {
 	t.printf("\n")
 	switch out.Kind {
 	case simulate.Complete:
-		t.printf("Result: Complete. Every unit runs %s.\n", p.ToRevision.Name)
+		t.printf("Result: Complete. %s\n", p.completeText())
 	case simulate.Stuck:
 		t.printf("Result: Stuck. %s\n", out.Reason)
 		for _, line := range wrap(p.stuckText(), lineWidth-2) {
@@ -621,4 +621,19 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// completeText says what a complete rollout left running: every unit on the new
+// revision, or, held at a partition, the replicas from the partition up.
+func (p *Plan) completeText() string {
+	ru := p.To.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.Partition == nil || *ru.Partition == 0 {
+		return fmt.Sprintf("Every unit runs %s.", p.ToRevision.Name)
+	}
+	part := *ru.Partition
+	if part >= replicas(p.To) {
+		return fmt.Sprintf("Held at partition %d: every replica keeps %s; lower the partition to update.", part, p.FromRevision.Name)
+	}
+	return fmt.Sprintf("Held at partition %d: replicas %d and up run %s, replicas below %d keep %s; lower the partition to go on.",
+		part, part, p.ToRevision.Name, part, p.FromRevision.Name)
 }

@@ -141,7 +141,7 @@ type ReplicaObservation struct {
 	Groups      []GroupObservation
 }
 
-// ProgressCounts are the figures whose change counts as progress: updated, ready
+// ProgressCounts are the figures whose rise counts as progress: updated, ready
 // and available units summed over every level.
 type ProgressCounts struct {
 	Updated, Ready, Available int32
@@ -169,11 +169,13 @@ type ReplicaProgress struct {
 type Progress struct {
 	// Paused: the plan was made while the PodCliqueSet was paused (a controller
 	// reads it back from the Progressing condition's Paused reason).
-	Paused           bool
-	UpdateRevision   string
-	UpdateStartedAt  time.Time
-	UpdateEndedAt    time.Time
-	LastProgressAt   time.Time
+	Paused          bool
+	UpdateRevision  string
+	UpdateStartedAt time.Time
+	UpdateEndedAt   time.Time
+	LastProgressAt  time.Time
+	// Counts are the highest counts seen since the rollout started (or was last
+	// resumed): only a count rising above them is progress.
 	Counts           ProgressCounts
 	UpdatingReplicas []ReplicaProgress
 }
@@ -218,6 +220,8 @@ type SetStatus struct {
 	CurrentRevision, UpdateRevision                             string
 	// Progress is the progress to store for the next plan.
 	Progress Progress
+	// Units are the updated, ready and available units now, summed over every level.
+	Units ProgressCounts
 	// Complete is true when every replica at or above the partition runs the
 	// update revision, indices are exactly [0, replicas) and all are available.
 	Complete         bool

@@ -16,6 +16,7 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 	if s.Complete && p.shape.partition == 0 && !p.paused() {
 		s.CurrentRevision = rev.Update.Name
 	}
+	s.Units = p.unitCounts(s)
 	s.Progress, s.DeadlineExceeded = p.progress(s, u)
 	progressing := p.progressingCondition(s, u)
 	s.Conditions = append([]Condition{p.availableCondition(s), progressing}, kstatusConditions(progressing)...)
@@ -84,7 +85,7 @@ func (p *setPlanner) unitCounts(s SetStatus) ProgressCounts {
 // progress carries the update's timestamps forward and tracks the deadline.
 func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	rev, prev := p.in.Revisions, p.in.Previous
-	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, Counts: p.unitCounts(s), UpdatingReplicas: u.progress}
+	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, UpdatingReplicas: u.progress}
 	if prev.UpdateRevision == rev.Update.Name {
 		prog.UpdateStartedAt, prog.UpdateEndedAt = prev.UpdateStartedAt, prev.UpdateEndedAt
 	}
@@ -107,7 +108,11 @@ func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	}
 	var exceeded bool
 	active := !s.Complete && !onDelete
-	prog.LastProgressAt, exceeded = TrackProgress(prev.LastProgressAt, prev.Counts, prog.Counts, p.in.Now, p.paused(), active, deadline)
+	best := prev.Counts
+	if prev.UpdateRevision != rev.Update.Name {
+		best = ProgressCounts{} // a new rollout starts from nothing
+	}
+	prog.LastProgressAt, prog.Counts, exceeded = TrackProgress(prev.LastProgressAt, best, p.unitCounts(s), p.in.Now, p.paused(), active, deadline)
 	return prog, exceeded
 }
 

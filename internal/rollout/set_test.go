@@ -396,31 +396,57 @@ func TestPlanSet_ProgressDeadlineExceededAfterNoChange(t *testing.T) {
 	}
 }
 
-func TestTrackProgress_ResetsOnChangeAndWhilePaused(t *testing.T) {
+func TestTrackProgress_OnlyARiseAboveTheHighestIsProgress(t *testing.T) {
 	deadline := time.Minute
-	a, b := ProgressCounts{Updated: 1, Ready: 3, Available: 3}, ProgressCounts{Updated: 2, Ready: 3, Available: 3}
+	best := ProgressCounts{Updated: 1, Ready: 3, Available: 3}
 	last := epoch
 	for _, tc := range []struct {
 		name         string
-		prev, cur    ProgressCounts
+		cur          ProgressCounts
 		now          time.Time
 		paused       bool
 		active       bool
 		wantLast     time.Time
 		wantExceeded bool
 	}{
-		{"counts changed: progress now", a, b, epoch.Add(time.Hour), false, true, epoch.Add(time.Hour), false},
-		{"no change within the deadline", a, a, epoch.Add(time.Minute), false, true, last, false},
-		{"no change past the deadline", a, a, epoch.Add(time.Minute + time.Second), false, true, last, true},
-		{"paused: the clock restarts", a, a, epoch.Add(time.Hour), true, true, epoch.Add(time.Hour), false},
-		{"no rollout running", a, a, epoch.Add(time.Hour), false, false, epoch.Add(time.Hour), false},
+		{"a unit updated: progress now", ProgressCounts{Updated: 2, Ready: 3, Available: 3}, epoch.Add(time.Hour), false, true, epoch.Add(time.Hour), false},
+		{"no change within the deadline", best, epoch.Add(time.Minute), false, true, last, false},
+		{"no change past the deadline", best, epoch.Add(time.Minute + time.Second), false, true, last, true},
+		{"a pod lost readiness: no progress", ProgressCounts{Updated: 1, Ready: 2, Available: 2}, epoch.Add(2 * time.Minute), false, true, last, true},
+		{"paused: the clock restarts", best, epoch.Add(time.Hour), true, true, epoch.Add(time.Hour), false},
+		{"no rollout running", best, epoch.Add(time.Hour), false, false, epoch.Add(time.Hour), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gotLast, exceeded := TrackProgress(last, tc.prev, tc.cur, tc.now, tc.paused, tc.active, deadline)
+			gotLast, _, exceeded := TrackProgress(last, best, tc.cur, tc.now, tc.paused, tc.active, deadline)
 			if !gotLast.Equal(tc.wantLast) || exceeded != tc.wantExceeded {
 				t.Fatalf("got %s %v, want %s %v", gotLast, exceeded, tc.wantLast, tc.wantExceeded)
 			}
 		})
+	}
+}
+
+// A pod flapping between ready and not ready must not keep a stuck rollout
+// from reaching its deadline: its readiness coming back is no progress.
+func TestPlanSet_AFlappingPodDoesNotHoldOffTheDeadline(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.ProgressDeadlineSeconds = ptr.To[int32](60) })
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	obs := steadyReplicas(spec, "v1")
+	var prev Progress
+	var exceeded bool
+	for i := range 20 { // 20 plans 10 s apart: 200 s, the deadline is 60 s
+		pod := &obs[0].Cliques[0].Pods[1]
+		pod.Ready, pod.Available = i%2 == 0, i%2 == 0
+		plan, err := PlanSet(SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: prev, Now: epoch.Add(time.Duration(i) * 10 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev, exceeded = plan.Status.Progress, plan.Status.DeadlineExceeded
+		if exceeded {
+			break
+		}
+	}
+	if !exceeded {
+		t.Fatal("a rollout whose only change is a pod flapping never passed its progress deadline")
 	}
 }
 

@@ -76,6 +76,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	narrate.Plan(ctx, []any{"createReplicas", len(plan.Creates), "deleteReplicas", len(plan.Deletes),
 		"updated", plan.Status.UpdatedReplicas, "available", plan.Status.AvailableReplicas, "complete", plan.Status.Complete,
 		"progressing", progressingReason(plan.Status)})
+	r.announceRollout(pcs, spec, plan)
 	if err := r.deleteReplicas(ctx, pcs, plan, children); err != nil {
 		return ctrl.Result{}, err
 	}

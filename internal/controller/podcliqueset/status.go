@@ -176,14 +176,22 @@ func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
 	return out
 }
 
-// narrate emits an Event for each rollout step between two statuses: a rollout
-// starting, a replica starting to update, a role step starting, the Progressing
+// announceRollout emits RolloutStarted when the plan moves to a new revision,
+// before anything is deleted or written for it, naming the strategy in force
+// (spec is defaulted: an object written without the webhook has no type).
+func (r *Reconciler) announceRollout(pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan) {
+	before, after := pcs.Status.UpdateRevision, plan.Status.UpdateRevision
+	if before == "" || after == before {
+		return
+	}
+	r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout",
+		"Rolling out revision %s (from %s) with %s", after, plan.Status.CurrentRevision, spec.UpdateStrategy.Type)
+}
+
+// narrate emits an Event for each rollout step between two statuses: a
+// replica starting to update, a role step starting, the Progressing
 // condition changing reason.
 func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus) {
-	if after.UpdateRevision != before.UpdateRevision && before.UpdateRevision != "" {
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout",
-			"Rolling out revision %s (from %s) with %s", after.UpdateRevision, after.CurrentRevision, pcs.Spec.UpdateStrategy.Type)
-	}
 	prev := map[int32]v1alpha1.PodCliqueSetReplicaUpdateProgress{}
 	if before.UpdateProgress != nil {
 		for _, u := range before.UpdateProgress.UpdatingReplicas {
@@ -257,7 +265,7 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 		inProgress = 1
 	}
 	m.InProgress.With(l).Set(inProgress)
-	m.UpdatedUnits.With(l).Set(float64(s.Progress.Counts.Updated))
+	m.UpdatedUnits.With(l).Set(float64(s.Units.Updated))
 	if p := after.UpdateProgress; p != nil && p.UpdateEndedAt != nil && p.UpdateStartedAt != nil &&
 		(before.UpdateProgress == nil || before.UpdateProgress.UpdateEndedAt == nil) {
 		m.Duration.With(l).Observe(p.UpdateEndedAt.Sub(p.UpdateStartedAt.Time).Seconds())

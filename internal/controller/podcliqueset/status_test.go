@@ -1,9 +1,13 @@
 package podcliqueset
 
 import (
+	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/events"
+
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 func TestBlockers_NameTheOldestWaitingPodsOfTheUpdateRevision(t *testing.T) {
@@ -23,5 +27,25 @@ func TestBlockers_NameTheOldestWaitingPodsOfTheUpdateRevision(t *testing.T) {
 	}
 	if got := blockers(v1alpha1.ReasonRollingUpdateInProgress, "v3", waiting); got != "" {
 		t.Fatalf("pods of other revisions named: %q", got)
+	}
+}
+
+// RolloutStarted names the strategy in force, also for an object written
+// without the defaulting webhook, whose stored type is empty.
+func TestAnnounceRollout_NamesTheEffectiveStrategy(t *testing.T) {
+	fake := events.NewFakeRecorder(2)
+	r := &Reconciler{Recorder: fake}
+	pcs := &v1alpha1.PodCliqueSet{Status: v1alpha1.PodCliqueSetStatus{UpdateRevision: "v1", CurrentRevision: "v1"}}
+	spec := pcs.Spec.DeepCopy()
+	defaulted := &v1alpha1.PodCliqueSet{Spec: *spec}
+	defaulted.Default()
+	plan := rollout.SetPlan{Status: rollout.SetStatus{UpdateRevision: "v2", CurrentRevision: "v1"}}
+	r.announceRollout(pcs, &defaulted.Spec, plan)
+	if got := <-fake.Events; !strings.Contains(got, "RolloutStarted Rolling out revision v2 (from v1) with RollingUpdate") {
+		t.Fatalf("event %q", got)
+	}
+	r.announceRollout(&v1alpha1.PodCliqueSet{Status: v1alpha1.PodCliqueSetStatus{UpdateRevision: "v2"}}, &defaulted.Spec, plan)
+	if len(fake.Events) != 0 {
+		t.Fatalf("a plan on the same revision announced a rollout: %q", <-fake.Events)
 	}
 }
