@@ -56,6 +56,10 @@ const (
 	ReasonPaused ConditionReason = "Paused"
 	// ReasonProgressDeadlineExceeded: no progress within progressDeadlineSeconds.
 	ReasonProgressDeadlineExceeded ConditionReason = "ProgressDeadlineExceeded"
+	// ReasonInvalidSpec: the spec breaks an admission rule (it was written while
+	// the webhook was down or bypassed); the operator leaves everything as it is
+	// until the spec is fixed.
+	ReasonInvalidSpec ConditionReason = "InvalidSpec"
 )
 
 // Reasons of Progressing at the PodClique and PodCliqueScalingGroup levels (and

@@ -197,7 +197,9 @@ type levelView struct {
 func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) levelView {
 	v := levelView{p: p, fp: fp, units: units}
 	if withOccupancy {
-		v.occupied = make([]bool, int(max(p.Replicas, 0))+int(fp.MaxSurge)+len(units)+1)
+		// Surge creates never outnumber the outdated units, so the search never
+		// looks past replicas + 2×units: a huge maxSurge allocates nothing more.
+		v.occupied = make([]bool, int(max(p.Replicas, 0))+min(int(fp.MaxSurge), len(units))+len(units)+1)
 	}
 	liveEligible := int32(0)
 	// healthy fills a shared buffer from the front, failed from the back
@@ -294,7 +296,7 @@ func (v *levelView) minAvailable() int32 { return v.p.Replicas - v.fp.MaxUnavail
 
 func (v *levelView) creates() []Create {
 	total := v.total
-	out := make([]Create, 0, max(0, v.maxTotal()-total))
+	out := make([]Create, 0, min(max(0, v.maxTotal()-total), max(v.p.Replicas, 0)+int32(len(v.units))))
 	fillRoom := v.capRoom()
 	for i := int32(0); i < v.p.Replicas && total < v.maxTotal(); i++ {
 		if v.occupied[i] {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -496,5 +497,27 @@ func TestGroupUnits_JudgesAReplicaByTheShapeItWasMadeWith(t *testing.T) {
 	old.Cliques[1].MinAvailable = 0 // unknown: fall back to the spec's minimum
 	if u := GroupUnits(members, []GroupReplicaObservation{old})[0]; u.Available {
 		t.Fatal("without its own minimum the replica is judged by the spec")
+	}
+}
+
+// A huge maxSurge (a child spec edited by hand, say) costs no more memory than
+// the units observed: the planner must not size anything by the limit.
+func TestPlanLevel_AHugeMaxSurgeAllocatesByTheUnitsNotTheLimit(t *testing.T) {
+	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 3, MaxSurge: intstr.FromInt32(2_000_000_000), MaxUnavailable: intstr.FromInt32(0),
+		UpdateRevision: "new", CurrentRevision: "old"}
+	units := steadyUnits(3, "old")
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	before := stats.TotalAlloc
+	plan, err := PlanLevel(p, units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&stats)
+	if grew := stats.TotalAlloc - before; grew > 1<<20 {
+		t.Fatalf("one plan of 3 units allocated %d bytes", grew)
+	}
+	if len(plan.Creates) != 3 {
+		t.Fatalf("creates %+v, want a surge unit for each of the 3 outdated units", plan.Creates)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
+	"github.com/lockstep-dev/lockstep/internal/webhook"
 )
 
 // Reconciler reconciles one PodCliqueSet at a time: revisions, observe, plan,
@@ -57,6 +58,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defaulted := pcs.DeepCopy()
 	defaulted.Default()
 	spec, now := &defaulted.Spec, r.Now()
+	if errs, _ := webhook.ValidatePodCliqueSet(defaulted); len(errs) > 0 {
+		// It got past admission (the webhook was down or bypassed): say so and
+		// touch nothing, so that what runs keeps running.
+		return ctrl.Result{}, r.reportInvalid(ctx, pcs, errs)
+	}
 
 	if done, err := r.rollback(ctx, pcs, spec); done || err != nil {
 		return ctrl.Result{}, err

@@ -11,11 +11,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -115,6 +117,30 @@ func desiredStatus(pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []rep
 	}
 	st.UpdateProgress = progressStatus(s.Progress)
 	return st
+}
+
+// reportInvalid marks a PodCliqueSet whose spec breaks the admission rules:
+// Progressing False and Stalled True with reason InvalidSpec, every error in the
+// message, and a Warning Event when that is news. Nothing else is written.
+func (r *Reconciler) reportInvalid(ctx context.Context, pcs *v1alpha1.PodCliqueSet, errs field.ErrorList) error {
+	msg := "the spec is invalid and is not acted on: " + errs.ToAggregate().Error()
+	if len(msg) > 4000 {
+		msg = strings.ToValidUTF8(msg[:4000], "") + "..."
+	}
+	before := apimeta.FindStatusCondition(pcs.Status.Conditions, string(v1alpha1.ConditionProgressing))
+	if before == nil || before.Reason != string(v1alpha1.ReasonInvalidSpec) || before.Message != msg {
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, string(v1alpha1.ReasonInvalidSpec), "Validate", "%s", msg)
+	}
+	return write.Status(ctx, r.Client, pcs, func(pcs *v1alpha1.PodCliqueSet) {
+		pcs.Status.ObservedGeneration = pcs.Generation
+		for _, c := range []struct {
+			t      v1alpha1.ConditionType
+			status metav1.ConditionStatus
+		}{{v1alpha1.ConditionProgressing, metav1.ConditionFalse}, {v1alpha1.ConditionReconciling, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}} {
+			apimeta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: string(c.t), Status: c.status,
+				Reason: string(v1alpha1.ReasonInvalidSpec), Message: msg, ObservedGeneration: pcs.Generation})
+		}
+	})
 }
 
 // blockers names what a rollout waits for: the oldest pods of the update
