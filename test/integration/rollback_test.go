@@ -83,7 +83,7 @@ func TestRollback_AnnotationRollsBackToAKeptRevision(t *testing.T) {
 	if n1, n2 := revisionNumber(t, ns, v1Revision), revisionNumber(t, ns, v2Revision); n1 <= n2 {
 		t.Fatalf("the revision rolled back to is number %d, not newer than v2's %d", n1, n2)
 	}
-	assertEvent(t, ns, "RollbackStarted", "Rolling the pod templates back to revision 1")
+	assertEvent(t, ns, "RollbackStarted", "Rolling back to revision 1")
 
 	// "previous" goes back to v2, the revision before the current one.
 	setAnnotation(t, pcs, v1alpha1.AnnotationRollbackTo, v1alpha1.RollbackToPrevious)
@@ -131,4 +131,34 @@ func assertEvent(t *testing.T, ns, reason, text string) {
 		}
 		return false, strings.Join(notes, " | ")
 	})
+}
+
+// A template change written together with the rollback annotation is kept: the
+// rollback would silently discard it, so it fails loudly instead.
+func TestRollback_AnnotationWithATemplateChangeKeepsTheChange(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	const editedAgain = "lockstep-examples/llm-engine:hotfix2"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pcs), pcs); err != nil {
+			return err
+		}
+		setEngineImage(editedAgain)(&pcs.Spec)
+		if pcs.Annotations == nil {
+			pcs.Annotations = map[string]string{}
+		}
+		pcs.Annotations[v1alpha1.AnnotationRollbackTo] = v1alpha1.RollbackToPrevious
+		return env.Client.Update(context.Background(), pcs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the annotation to be dropped", 30*time.Second, func() (bool, string) {
+		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(pcs), pcs)
+		_, annotated := pcs.Annotations[v1alpha1.AnnotationRollbackTo]
+		return !annotated, fmt.Sprint(pcs.Annotations)
+	})
+	if got := engineImage(pcs); got != editedAgain {
+		t.Fatalf("engine image %s after the rollback was refused, want the change %s kept", got, editedAgain)
+	}
+	assertEvent(t, ns, "RollbackFailed", "the templates changed in the same update as the lockstep.dev/rollback-to annotation")
 }

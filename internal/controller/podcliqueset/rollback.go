@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,16 +11,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 )
 
-// rollback acts on the rollback annotation: it writes the pod templates of the
-// named revision into the spec and drops the annotation in the same update, so
-// the rollback is an ordinary update the next reconcile rolls out. done is true
-// when it wrote the object (the write wakes the controller again).
+// rollback acts on the rollback annotation: it writes the named revision into
+// the spec (every field the revision is made of: the pod templates, and the
+// replicas and minAvailable of cliques in scaling groups) and drops the
+// annotation in the same update, so the rollback is an ordinary update the next
+// reconcile rolls out. A template change made in the same write as the
+// annotation is not overwritten: the rollback fails loudly and the change
+// stands. done is true when it wrote the object (the write wakes the
+// controller again).
 func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec) (done bool, err error) {
 	want, ok := pcs.Annotations[v1alpha1.AnnotationRollbackTo]
 	if !ok {
@@ -38,6 +44,14 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "RollbackFailed", "Rollback", "%s", why)
 		return true, r.dropRollbackAnnotation(ctx, pcs)
 	}
+	if !slices.ContainsFunc(owned, func(cr appsv1.ControllerRevision) bool { return cr.Name == update.Name }) {
+		// The spec changed and was never seen: rolling back would silently drop
+		// that change. Keep it, and say so.
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "RollbackFailed", "Rollback",
+			"the templates changed in the same update as the %s annotation; the change is kept and nothing is rolled back: "+
+				"apply the change or the rollback, one at a time", v1alpha1.AnnotationRollbackTo)
+		return true, r.dropRollbackAnnotation(ctx, pcs)
+	}
 	_, tmpl, err := revision.Decode(target)
 	if err != nil {
 		return false, err
@@ -49,14 +63,7 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 	}
 	next := pcs.DeepCopy()
 	delete(next.Annotations, v1alpha1.AnnotationRollbackTo)
-	for i := range next.Spec.Template.Cliques {
-		c := &next.Spec.Template.Cliques[i]
-		for j := range tmpl.Cliques {
-			if tmpl.Cliques[j].Name == c.Name {
-				c.Template = tmpl.Cliques[j].Template
-			}
-		}
-	}
+	restoreRevision(&next.Spec.Template, tmpl)
 	// An Update carries the resourceVersion read: a user's change made meanwhile wins.
 	if err := r.Client.Update(ctx, next); err != nil {
 		if isRejected(err) {
@@ -67,8 +74,27 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 		return false, fmt.Errorf("rolling back PodCliqueSet %s: %w", pcs.Name, err)
 	}
 	r.Recorder.Eventf(next, nil, corev1.EventTypeNormal, "RollbackStarted", "Rollback",
-		"Rolling the pod templates back to revision %d (%s)", target.Revision, target.Name)
+		"Rolling back to revision %d (%s)", target.Revision, target.Name)
 	return true, nil
+}
+
+// restoreRevision writes into t what a revision is made of, from the stored
+// template at: every clique's pod template and, for cliques in scaling groups,
+// their replicas and minAvailable (the shape of a group replica). What the
+// revision does not record (standalone replicas, update strategies, the groups'
+// own replicas) is left as the spec has it, as a Deployment's rollback leaves
+// its replicas.
+func restoreRevision(t, at *v1alpha1.PodCliqueSetTemplateSpec) {
+	for i := range t.Cliques {
+		c, old := &t.Cliques[i], at.Clique(t.Cliques[i].Name)
+		if old == nil {
+			continue
+		}
+		c.Template = old.Template
+		if t.ScalingGroupOf(c.Name) != nil {
+			c.Replicas, c.MinAvailable = old.Replicas, ptr.To(old.EffectiveMinAvailable())
+		}
+	}
 }
 
 // pickRevision finds the revision the annotation value names, or says why not.
