@@ -558,3 +558,21 @@ func TestPaused_ADeletedUpdatedUnitComesBackUpdated(t *testing.T) {
 		t.Fatal("a paused plan must say so in its progress")
 	}
 }
+
+// A rollout is never reported complete while a pod still runs the old
+// revision, even when every child's spec already names the new one (children
+// rewritten, pods not yet replaced): completeness is judged from the units.
+func TestPlanSet_NotCompleteWhileAnyUnitRunsTheOldRevision(t *testing.T) {
+	spec := threeRoles(2, nil)
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	obs := steadyReplicas(spec, "v2")
+	// every child names v2; one pod of replica 1 is still on v1
+	obs[1].Cliques[1].Pods[2].Revision = "prefill@v1"
+	plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs})
+	if plan.Status.Complete || plan.Status.CurrentRevision == "v2" {
+		t.Fatalf("complete %v, current revision %s with a pod still on v1", plan.Status.Complete, plan.Status.CurrentRevision)
+	}
+	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason == v1alpha1.ReasonRolloutComplete {
+		t.Fatalf("Progressing %+v with a pod still on v1", c)
+	}
+}

@@ -391,3 +391,36 @@ func clientset(t *testing.T) *kubernetes.Clientset {
 	}
 	return cs
 }
+
+// A gang's gate opened while the PodClique is still creating its pods leaves no
+// pod gated: pods made from the gated spec just before the gate opened are
+// released too, whatever order the writes and the cache land in.
+func TestPodClique_NoPodStaysGatedWhenTheGateOpensDuringCreation(t *testing.T) {
+	s := newPodCliqueScene(t, 4, v1alpha1.ChildUpdateStrategy{})
+	// Gated from the start, as a scaled gang waiting for its base gang.
+	s.update(func(spec *v1alpha1.PodCliqueSpec) {
+		spec.Gang = &v1alpha1.PodCliqueGang{PodGroupName: "web-0-frontend-gang", Gated: true}
+	})
+	// Open the gate while pods are being created and one is deleted (so one is
+	// made again from whatever the cache holds).
+	waitFor(t, "the first pods", 30*time.Second, func() (bool, string) { return len(s.pods()) > 0, "" })
+	s.update(func(spec *v1alpha1.PodCliqueSpec) { spec.Gang.Gated = false })
+	if p := s.pods(); len(p) > 0 {
+		_ = env.Client.Delete(context.Background(), &p[0])
+	}
+	waitFor(t, "4 pods, none gated", 30*time.Second, func() (bool, string) {
+		pods := s.pods()
+		var gated []string
+		live := 0
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if len(p.Spec.SchedulingGates) > 0 {
+				gated = append(gated, p.Name)
+			}
+		}
+		return live == 4 && len(gated) == 0, fmt.Sprintf("%d live pods, gated: %v", live, gated)
+	})
+}
