@@ -143,13 +143,11 @@ func (s *sim) applyPods(cp rollout.ChildPlan, c *clique, setRev string, broken b
 	}
 }
 
-// setRevisionHolding names the newest set revision in which role has template
+// setRevisionHolding names the set revision in which role has template
 // revision rev: the revision a held-back unit is made from.
 func (s *sim) setRevisionHolding(role, rev string) string {
-	for _, set := range append([]rollout.SetRevision{s.revs.Update, s.revs.Current}, s.revs.History...) {
-		if r, ok := set.Role(role); ok && r == rev {
-			return set.Name
-		}
+	if set, ok := s.revs.Holding(role, rev); ok {
+		return set.Name
 	}
 	return rev
 }
