@@ -1,0 +1,134 @@
+package align
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// The worked rounds: 10 replicas split 5/5 over two partitioned members,
+// partition 3, maxUnavailable 2. Each round the hub aligns, each member's own
+// controller acts on its grant until it settles, and the hub looks again. The
+// fleet never has more than 2 units down, ends with exactly 7 units on the new
+// revision, and member-2 keeps the 3 old ones.
+func TestAlign_WorkedRoundsTenSplitFiveFivePartitionThree(t *testing.T) {
+	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(0), Partition: 3}
+	fleet := []*fakeMember{newFakeMember("member-1", Partitioned, 5), newFakeMember("member-2", Partitioned, 5)}
+	want := []string{
+		"member-1 new 2/5 partition 3 · member-2 new 0/5 partition 5",
+		"member-1 new 4/5 partition 1 · member-2 new 0/5 partition 5",
+		"member-1 new 5/5 partition 0 · member-2 new 1/5 partition 4",
+		"member-1 new 5/5 partition 0 · member-2 new 2/5 partition 3",
+	}
+	var got []string
+	for round := range len(want) + 1 {
+		plan := alignRound(t, s, fleet)
+		if round == len(want) {
+			if !plan.Done {
+				t.Fatalf("round %d: not done: %+v", round, plan)
+			}
+			break
+		}
+		if plan.Unavailable > 2 {
+			t.Fatalf("round %d: grants may cost %d unavailable units, the limit is 2", round, plan.Unavailable)
+		}
+		settleRound(t, fleet, 2, 0)
+		got = append(got, layouts(fleet))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rounds:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The first user story: a Deployment of 10 split 4/6, maxUnavailable 2 and
+// maxSurge 1: never fewer than 8 available, never more than 11 pods, and done.
+func TestAlign_DeploymentsSplitFourSixKeepOneBudget(t *testing.T) {
+	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(1)}
+	fleet := []*fakeMember{newFakeMember("member-1", Deployment, 4), newFakeMember("member-2", Deployment, 6)}
+	for round := range 30 {
+		plan := alignRound(t, s, fleet)
+		if plan.Done {
+			return
+		}
+		if plan.Unavailable > 2 || plan.Surge > 1 {
+			t.Fatalf("round %d: grants may cost %d unavailable and %d surge units", round, plan.Unavailable, plan.Surge)
+		}
+		settleRound(t, fleet, 2, 1)
+	}
+	t.Fatalf("not done after 30 rounds: %s", layouts(fleet))
+}
+
+// alignRound runs Align on what the members report and hands out the grants.
+func alignRound(t *testing.T, s Strategy, fleet []*fakeMember) Plan {
+	t.Helper()
+	var ms []Member
+	for _, f := range fleet {
+		ms = append(ms, f.member())
+	}
+	plan, err := Align(s, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mp := range plan.Members {
+		for _, f := range fleet {
+			if f.name == mp.Name && !f.lost {
+				g := mp.Grant
+				f.written, f.applied = &g, &g
+			}
+		}
+	}
+	return plan
+}
+
+// settleRound lets every member act on its grant pass by pass until nothing
+// moves, checking the fleet-wide floor and ceiling after every pass.
+func settleRound(t *testing.T, fleet []*fakeMember, maxUnavailable, maxSurge int32) {
+	t.Helper()
+	var desired int32
+	for _, f := range fleet {
+		desired += f.desired
+	}
+	for range 100 {
+		before := fmt.Sprint(unitsOf(fleet))
+		for _, f := range fleet {
+			if err := f.act(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var available, units int32
+		for _, f := range fleet {
+			m := f.member()
+			available += m.Status.Available
+			units += int32(len(f.units))
+		}
+		if available < desired-maxUnavailable || units > desired+maxSurge {
+			t.Fatalf("%d available (floor %d), %d units (ceiling %d): %s", available, desired-maxUnavailable, units, desired+maxSurge, layouts(fleet))
+		}
+		for _, f := range fleet {
+			f.settle()
+		}
+		if fmt.Sprint(unitsOf(fleet)) == before {
+			return
+		}
+	}
+}
+
+func unitsOf(fleet []*fakeMember) [][]rollout.Unit {
+	var out [][]rollout.Unit
+	for _, f := range fleet {
+		out = append(out, f.units)
+	}
+	return out
+}
+
+func layouts(fleet []*fakeMember) string {
+	var out []string
+	for _, f := range fleet {
+		out = append(out, f.layout())
+	}
+	return strings.Join(out, " · ")
+}

@@ -1,0 +1,151 @@
+package align
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"pgregory.net/rapid"
+)
+
+// Over random fleets (kinds, shares), global strategies, members that see
+// their grants late and members the hub loses for a while, the fleet-wide
+// invariants hold after every action of every member: at least replicas −
+// maxUnavailable available, at most replicas + maxSurge units, at most
+// replicas − partition of the members' shares on the new revision; partitions never rise; and once
+// every member is reachable and current, the rollout completes with exactly
+// replicas − partition units updated (Deployment members take their whole
+// share or none, so with them the count is the most that fits).
+func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 6).Draw(t, "members")
+		var fleet []*fakeMember
+		var desired int32
+		partitioned := false
+		for i := range n {
+			kind := rapid.SampledFrom([]Kind{Deployment, Partitioned}).Draw(t, "kind")
+			partitioned = partitioned || kind == Partitioned
+			share := int32(rapid.IntRange(0, 6).Draw(t, "share"))
+			fleet = append(fleet, newFakeMember(fmt.Sprintf("m%d", i), kind, share))
+			desired += share
+		}
+		// A partitioned member updates a unit by taking it down: it needs some
+		// unavailability budget (validation asks for it).
+		leastUnavailable := 0
+		if partitioned {
+			leastUnavailable = 1
+		}
+		s := Strategy{Replicas: desired,
+			MaxUnavailable: intstr.FromInt32(int32(rapid.IntRange(leastUnavailable, 3).Draw(t, "maxUnavailable"))),
+			MaxSurge:       intstr.FromInt32(int32(rapid.IntRange(0, 2).Draw(t, "maxSurge"))),
+			Partition:      int32(rapid.IntRange(0, int(desired)).Draw(t, "partition"))}
+		plan, err := Align(s, members(fleet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, sg := plan.MaxUnavailable, plan.MaxSurge
+		partitions := map[string]int32{}
+		check := func(when string) {
+			var available, units, updated int32
+			for _, f := range fleet {
+				m := f.member()
+				available += m.Status.Available
+				units += int32(len(f.units))
+				updated += min(m.Status.Updated, f.desired) // surge units sit above the share
+			}
+			if available < desired-u || units > desired+sg || updated > desired-s.Partition {
+				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d): %s\n%+v",
+					when, available, desired-u, units, desired+sg, updated, desired-s.Partition, layouts(fleet), members(fleet))
+			}
+		}
+		faulty := rapid.IntRange(0, 8).Draw(t, "faulty rounds")
+		var last Plan
+		for round := range 200 {
+			// The hub's round: align on what it sees, write the grants.
+			plan, err := Align(s, members(fleet))
+			last = plan
+			t.Logf("round %d: %s\n  plan %+v", round, layouts(fleet), plan.Members)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Done && round > faulty {
+				if plan.Granted+plan.WholeShareShortfall != plan.AllowedUpdated {
+					t.Fatalf("done with %d units allowed and %d short, want %d", plan.Granted, plan.WholeShareShortfall, plan.AllowedUpdated)
+				}
+				if plan.WholeShareShortfall > 0 && !onlyDeploymentsLeft(fleet, plan) {
+					t.Fatalf("done %d short, but a partitioned member could take them", plan.WholeShareShortfall)
+				}
+				return
+			}
+			for _, mp := range plan.Members {
+				f := find(fleet, mp.Name)
+				if f.lost {
+					continue
+				}
+				if f.kind == Partitioned {
+					if last, ok := partitions[f.name]; ok && mp.Grant.Partition > last {
+						t.Fatalf("round %d: %s partition rose %d -> %d", round, f.name, last, mp.Grant.Partition)
+					}
+					partitions[f.name] = mp.Grant.Partition
+				}
+				g := mp.Grant
+				f.written = &g
+			}
+			// The members: each may miss the write for a round, or be lost, in
+			// the faulty rounds; each acts a random number of passes.
+			for _, f := range fleet {
+				f.lost = round < faulty && rapid.IntRange(0, 9).Draw(t, "lost") == 0
+				if round >= faulty || rapid.IntRange(0, 2).Draw(t, "delay") != 0 {
+					f.applied = f.written
+				}
+			}
+			passes := rapid.IntRange(1, 4).Draw(t, "passes")
+			for p := range passes {
+				for _, f := range fleet {
+					if f.lost {
+						continue
+					}
+					if err := f.act(); err != nil {
+						t.Fatal(err)
+					}
+					check(fmt.Sprintf("round %d pass %d after %s acted", round, p, f.name))
+				}
+				for _, f := range fleet {
+					if rapid.Bool().Draw(t, "settles") || round >= faulty {
+						f.settle()
+					}
+				}
+				check(fmt.Sprintf("round %d pass %d settled", round, p))
+			}
+		}
+		t.Fatalf("no rollout end after 200 rounds: %s\nlast plan %+v\nmembers %+v", layouts(fleet), last, members(fleet))
+	})
+}
+
+func members(fleet []*fakeMember) []Member {
+	out := make([]Member, 0, len(fleet))
+	for _, f := range fleet {
+		out = append(out, f.member())
+	}
+	return out
+}
+
+func find(fleet []*fakeMember, name string) *fakeMember {
+	for _, f := range fleet {
+		if f.name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// onlyDeploymentsLeft: every partitioned member is fully allowed, so a
+// shortfall can only come from Deployments' whole shares.
+func onlyDeploymentsLeft(fleet []*fakeMember, plan Plan) bool {
+	for _, mp := range plan.Members {
+		if find(fleet, mp.Name).kind == Partitioned && mp.Grant.Partition > 0 {
+			return false
+		}
+	}
+	return true
+}
