@@ -18,7 +18,7 @@ type fakeMember struct {
 	name    string
 	kind    Kind
 	desired int32
-	units []rollout.Unit
+	units   []rollout.Unit
 	// written is the grant the hub wrote last; applied the one the member acts
 	// on (behind written until it observes the write).
 	written, applied *Grant
