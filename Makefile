@@ -72,7 +72,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/fleet/... output:crd:artifacts:config=config/fleet/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/hub/... output:rbac:artifacts:config=config/fleet/rbac
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook/fleet output:webhook:artifacts:config=config/fleet/webhook
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are stale.
