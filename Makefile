@@ -159,8 +159,8 @@ fleet-down: $(KWOK_BINS) ## Delete the local fleet (hub and every member).
 fleet-run: ## Run the hub from source against the local fleet's hub.
 	@test -f $(FLEET_DIR)/hub.kubeconfig || { echo "no $(FLEET_DIR)/hub.kubeconfig: run 'make fleet-up' first"; exit 1; }
 	$(BIN)/kubectl --kubeconfig $(FLEET_DIR)/hub.kubeconfig apply --server-side --force-conflicts -f config/fleet/crd/bases >/dev/null
-	go run ./cmd/lockstep hub --kubeconfig $(FLEET_DIR)/hub.kubeconfig --leader-elect=false \
-		--metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:8091
+	go run ./cmd/lockstep hub --kubeconfig $(FLEET_DIR)/hub.kubeconfig --dev-webhooks --leader-elect=false \
+		--webhook-cert-dir $(FLEET_DIR)/hub-webhook-certs
 
 # Ports of one member's operator: the index of m<i> offsets them, so that the
 # operators of several members (and `make run`) can run side by side.

@@ -145,3 +145,38 @@ func (s *scene) readyReason(ctx context.Context, name string) string {
 	}
 	return conditionString(meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)))
 }
+
+// allLosesClusters switches the placement to the All update, under which
+// clusters that move between slices are briefly in none, and checks that the
+// watcher sees it: the test's own proof that the watcher can fail. The
+// placement goes back to RollingUpdate afterwards.
+func (s *scene) allLosesClusters(t *testing.T) {
+	t.Helper()
+	setUpdate := func(typ fleetv1alpha1.DecisionUpdateType) edit {
+		return func(ctx context.Context) error {
+			p := &fleetv1alpha1.Placement{}
+			if err := s.c.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: placementName}, p); err != nil {
+				return err
+			}
+			before := p.DeepCopy()
+			p.Spec.DecisionStrategy.UpdateStrategy.Type = typ
+			return s.c.Patch(ctx, p, client.MergeFrom(before))
+		}
+	}
+	s.change(t, "updateStrategy All", func() []edit { return []edit{setUpdate(fleetv1alpha1.AllDecisionUpdate)} })
+
+	what := "under All, cluster000 joins and shifts a cluster out of every slice"
+	s.w.mustStay(s.selectedNames())
+	if err := s.label(clusterNames("000"), placedLabel, "yes")(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.awaitLayout(t, what, settleTimeout)
+	seen := s.w.takeViolations()
+	if len(seen) == 0 {
+		t.Errorf("%s: the watcher saw no cluster missing; it should have", what)
+	} else {
+		t.Logf("%s: the watcher saw %d state(s) with clusters missing, e.g. %s", what, len(seen), seen[0])
+	}
+
+	s.change(t, "updateStrategy back to RollingUpdate", func() []edit { return []edit{setUpdate(fleetv1alpha1.RollingUpdateDecisionUpdate)} })
+}

@@ -457,6 +457,7 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 
 	s.killMidSurge(t, canaries)
 	s.memberStoppedAndStarted(t)
+	s.allLosesClusters(t)
 
 	violations, peak, events, _ := s.w.report()
 	t.Logf("watcher: %d events, peak slice %d clusters, %d violations; the test took %s",

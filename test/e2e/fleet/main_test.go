@@ -199,8 +199,10 @@ func (f *localFleet) memberKwokctl(ctx context.Context, args ...string) error {
 // hubProcess is `lockstep hub` running as a process of its own, so that it
 // can be killed (SIGKILL: no cleanup, as a node failure would) and restarted.
 type hubProcess struct {
-	binary, kubeconfig, logPath string
-	probePort                   int
+	binary, kubeconfig, logPath, certDir string
+	// The ports stay the same across restarts: the webhook configuration a
+	// killed run leaves behind keeps pointing at the right one.
+	probePort, webhookPort int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -210,14 +212,18 @@ type hubProcess struct {
 }
 
 func newHubProcess(binary, kubeconfig, logPath string) (*hubProcess, error) {
-	port, err := freePort()
-	if err != nil {
+	h := &hubProcess{binary: binary, kubeconfig: kubeconfig, logPath: logPath, certDir: filepath.Join(filepath.Dir(logPath), "hub-webhook-certs")}
+	var err error
+	if h.probePort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if h.webhookPort, err = freePort(); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
 		return nil, err
 	}
-	return &hubProcess{binary: binary, kubeconfig: kubeconfig, logPath: logPath, probePort: port}, nil
+	return h, nil
 }
 
 // start runs the hub and waits for its readiness probe.
@@ -237,6 +243,7 @@ func (h *hubProcess) start(ctx context.Context) error {
 	cmd := exec.Command(h.binary, "hub",
 		"--kubeconfig", h.kubeconfig,
 		"--leader-elect=false",
+		"--dev-webhooks", "--webhook-cert-dir", h.certDir, "--webhook-port", strconv.Itoa(h.webhookPort),
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.probePort))
 	cmd.Stdout, cmd.Stderr = log, log

@@ -175,6 +175,16 @@ func (w *decisionWatcher) report() (violations []string, peak, events int, err e
 	return slices.Clone(w.violations), w.peak, w.events, w.err
 }
 
+// takeViolations returns the violations so far and forgets them: for the
+// updates where the test expects some.
+func (w *decisionWatcher) takeViolations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := w.violations
+	w.violations = nil
+	return v
+}
+
 // abbreviate lists names, shortened when there are many.
 func abbreviate(names []string) string {
 	if len(names) <= 8 {
