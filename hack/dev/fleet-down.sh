@@ -14,7 +14,8 @@ for short in $(members_present) hub; do
 	in_cluster "$short" down.sh
 	rm -rf "$(cluster_dev "$short")" "$FLEET_DIR/$short.kubeconfig"
 done
-rm -rf "$FLEET_DIR/kube-cache"
+# The webhook certificates `make fleet-run` and `make fleet-run-operator` write.
+rm -rf "$FLEET_DIR/kube-cache" "$FLEET_DIR"/*-webhook-certs
 # Only what this script knows is removed; the directory goes if that emptied it.
 rmdir "$FLEET_DIR" 2>/dev/null || true
 flog "fleet deleted"
