@@ -59,7 +59,7 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 		}
 		s.awaitLayout(t, what, settleTimeout)
 		s.checkWatcher(t, what)
-		t.Logf("%s: killed with %d slices written (%s), DecisionsSettled at the kill %s; settled after the restart in %s",
+		t.Logf("%s: killed when the watcher saw %d slices (%s), DecisionsSettled at the kill %s; settled after the restart in %s",
 			what, len(atKill), map[bool]string{true: "mid-update", false: "already final"}[midUpdate],
 			conditionString(settled), time.Since(start).Round(10*time.Millisecond))
 		if midUpdate {
