@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,15 +35,15 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 		if err != nil {
 			t.Fatal(err)
 		}
-		killed := make(chan map[string][]string, 1)
-		s.w.atNextEvent(func(state map[string][]string) {
+		killed := make(chan []fleet.Slice, 1)
+		s.w.atNextEvent(func(state []fleet.Slice) {
 			_ = testFleet.process.kill()
 			killed <- state
 		})
 		if err := apply(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		var atKill map[string][]string
+		var atKill []fleet.Slice
 		select {
 		case atKill = <-killed:
 		case <-time.After(60 * time.Second):
@@ -71,23 +72,15 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 
 // sameAsLayout reports whether the slices seen by the watcher are exactly
 // the layout's.
-func sameAsLayout(state map[string][]string, l fleet.Layout) bool {
-	if len(state) != len(l.Slices) {
-		return false
-	}
-	for _, sl := range l.Slices {
-		got, ok := state[sl.Name]
-		if !ok {
-			return false
-		}
-		if len(got) == 0 && len(sl.Clusters) == 0 {
-			continue
-		}
-		if !reflect.DeepEqual(got, sl.Clusters) {
-			return false
+func sameAsLayout(state []fleet.Slice, l fleet.Layout) bool {
+	want := slices.Clone(l.Slices)
+	for i := range want {
+		if len(want[i].Clusters) == 0 {
+			want[i].Clusters = nil
 		}
 	}
-	return true
+	slices.SortFunc(want, func(a, b fleet.Slice) int { return strings.Compare(a.Name, b.Name) })
+	return reflect.DeepEqual(state, want)
 }
 
 func conditionString(c *metav1.Condition) string {

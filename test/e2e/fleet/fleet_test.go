@@ -164,8 +164,21 @@ func (s *scene) groupStrategy(gs fleetv1alpha1.GroupStrategy) edit {
 // settle on the layout the scene expects.
 func (s *scene) change(t *testing.T, what string, plan func() []edit) {
 	t.Helper()
+	s.play(t, what, false, plan)
+}
+
+// changeWriteByWrite is change for an update made by one edit: the watcher
+// must also see exactly the states the planner goes through, write by write.
+func (s *scene) changeWriteByWrite(t *testing.T, what string, plan func() []edit) {
+	t.Helper()
+	s.play(t, what, true, plan)
+}
+
+func (s *scene) play(t *testing.T, what string, writeByWrite bool, plan func() []edit) {
+	t.Helper()
 	start := time.Now()
 	before := s.selectedNames()
+	mark, initial := s.w.mark(), s.w.state()
 	edits := plan()
 	after := s.selectedNames()
 	s.w.mustStay(intersect(before, after))
@@ -174,9 +187,81 @@ func (s *scene) change(t *testing.T, what string, plan func() []edit) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	s.awaitLayout(t, what, settleTimeout)
+	want := s.awaitLayout(t, what, settleTimeout)
 	s.checkWatcher(t, what)
+	if writeByWrite {
+		s.checkStates(t, what, mark, initial, want)
+	}
 	t.Logf("%s: %d -> %d clusters, settled in %s", what, len(before), len(after), time.Since(start).Round(10*time.Millisecond))
+}
+
+// checkStates compares the states the watcher saw since mark with those the
+// planner goes through from initial to the layout, one write at a time. A
+// PlacementDecision's labels and its decisions (the status subresource) are
+// written by two requests, and a new one is created empty before its decisions
+// are written: the comparison is of what slices hold, so those half-written
+// states fold into the one before them. The final check of the layout covers
+// the labels.
+func (s *scene) checkStates(t *testing.T, what string, mark int, initial []fleet.Slice, want fleet.Layout) {
+	t.Helper()
+	// The watch may trail the read that found the layout.
+	err := wait.PollUntilContextTimeout(t.Context(), pollInterval/5, 10*time.Second, true, func(context.Context) (bool, error) {
+		return sameAsLayout(s.w.state(), want), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: the watcher never saw the final layout", what)
+	}
+	steps, err := fleetsim.Play(fleetsim.NewStore(initial), want, fleetv1alpha1.RollingUpdateDecisionUpdate)
+	if err != nil {
+		t.Fatalf("%s: planning the update: %v", what, err)
+	}
+	var planned [][]fleet.Slice
+	for _, st := range steps {
+		planned = append(planned, st.State)
+	}
+	seen := s.w.statesSince(mark)
+	got, wantStates := contentSteps(initial, seen), contentSteps(initial, planned)
+	if !reflect.DeepEqual(got, wantStates) {
+		var b strings.Builder
+		for i := range max(len(got), len(wantStates)) {
+			var g, w []fleet.Slice
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(wantStates) {
+				w = wantStates[i]
+			}
+			fmt.Fprintf(&b, "state %d seen:\n%splanned:\n%s", i+1, fleetsim.Render(g), fleetsim.Render(w))
+		}
+		t.Errorf("%s: the watcher saw %d state(s), the planner goes through %d:\n%s", what, len(got), len(wantStates), b.String())
+		return
+	}
+	t.Logf("%s: the watcher saw the planner's %d states in order (%d events)", what, len(got), len(seen))
+}
+
+// contentSteps reduces states to what their slices hold (no labels, no
+// empty slices) and drops each state that holds the same as the one before.
+func contentSteps(initial []fleet.Slice, states [][]fleet.Slice) [][]fleet.Slice {
+	content := func(state []fleet.Slice) []fleet.Slice {
+		var out []fleet.Slice
+		for _, sl := range state {
+			if len(sl.Clusters) > 0 {
+				out = append(out, fleet.Slice{Name: sl.Name, Clusters: sl.Clusters})
+			}
+		}
+		return out
+	}
+	prev := content(initial)
+	var out [][]fleet.Slice
+	for _, st := range states {
+		c := content(st)
+		if reflect.DeepEqual(c, prev) {
+			continue
+		}
+		out = append(out, c)
+		prev = c
+	}
+	return out
 }
 
 func intersect(a, b []string) []string {
@@ -213,17 +298,8 @@ func (s *scene) observedSlices(ctx context.Context) ([]fleet.Slice, error) {
 		return nil, err
 	}
 	out := make([]fleet.Slice, 0, len(list.Items))
-	for _, pd := range list.Items {
-		sl := fleet.Slice{Name: pd.Name, Labels: map[string]string{}}
-		for _, k := range []string{fleetv1alpha1.LabelPlacement, fleetv1alpha1.LabelDecisionGroupName, fleetv1alpha1.LabelDecisionGroupIndex} {
-			if v, ok := pd.Labels[k]; ok {
-				sl.Labels[k] = v
-			}
-		}
-		for _, d := range pd.Status.Decisions {
-			sl.Clusters = append(sl.Clusters, d.ClusterName)
-		}
-		out = append(out, sl)
+	for i := range list.Items {
+		out = append(out, asSlice(&list.Items[i]))
 	}
 	sortSlices(out)
 	return out, nil
@@ -240,7 +316,7 @@ func sortSlices(ss []fleet.Slice) {
 
 // awaitLayout polls until DecisionsSettled is True for the current spec and
 // the slices are exactly the expected layout.
-func (s *scene) awaitLayout(t *testing.T, what string, timeout time.Duration) {
+func (s *scene) awaitLayout(t *testing.T, what string, timeout time.Duration) fleet.Layout {
 	t.Helper()
 	want, err := fleet.DesiredLayout(placementName, s.selected(), s.groups)
 	if err != nil {
@@ -283,6 +359,7 @@ func (s *scene) awaitLayout(t *testing.T, what string, timeout time.Duration) {
 		t.Fatalf("%s: the decisions did not settle within %s (last: %s)\ngot\n%swant\n%s",
 			what, timeout, last, fleetsim.Render(got), fleetsim.Render(wantSlices))
 	}
+	return want
 }
 
 // awaitReady polls until every named MemberCluster's Ready condition has the
@@ -424,19 +501,25 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 	}
 	steps := []struct {
 		what string
-		plan func() []edit
+		// writeByWrite: one edit makes the update, so the watcher must see the
+		// planner's states exactly.
+		writeByWrite bool
+		plan         func() []edit
 	}{{
-		what: "cluster000 joins and sorts first: cluster100 moves to the second slice",
-		plan: func() []edit { return []edit{s.label(clusterNames("000"), placedLabel, "yes")} },
+		what:         "cluster000 joins and sorts first: cluster100 moves to the second slice",
+		writeByWrite: true,
+		plan:         func() []edit { return []edit{s.label(clusterNames("000"), placedLabel, "yes")} },
 	}, {
-		what: "cluster000 leaves: cluster100 moves back",
-		plan: func() []edit { return []edit{s.label(clusterNames("000"), placedLabel, "")} },
+		what:         "cluster000 leaves: cluster100 moves back",
+		writeByWrite: true,
+		plan:         func() []edit { return []edit{s.label(clusterNames("000"), placedLabel, "")} },
 	}, {
 		what: "100 clusters join: 250",
 		plan: func() []edit { return []edit{s.label(clusterNames("151-250"), placedLabel, "yes")} },
 	}, {
-		what: "clustersPerDecisionGroup 100% to 50",
-		plan: func() []edit { return []edit{s.groupStrategy(percentOrCount("50"))} },
+		what:         "clustersPerDecisionGroup 100% to 50",
+		writeByWrite: true,
+		plan:         func() []edit { return []edit{s.groupStrategy(percentOrCount("50"))} },
 	}, {
 		what: "a canary group takes 10 clusters",
 		plan: func() []edit {
@@ -448,11 +531,16 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 			return []edit{s.label(clusterNames("195-204"), canaryLabel, "true"), s.label(clusterNames("045-054"), canaryLabel, "")}
 		},
 	}, {
-		what: "clustersPerDecisionGroup 50 to 30%",
-		plan: func() []edit { return []edit{s.groupStrategy(canaries(percentOrCount("30%")))} },
+		what:         "clustersPerDecisionGroup 50 to 30%",
+		writeByWrite: true,
+		plan:         func() []edit { return []edit{s.groupStrategy(canaries(percentOrCount("30%")))} },
 	}}
 	for _, st := range steps {
-		s.change(t, st.what, st.plan)
+		if st.writeByWrite {
+			s.changeWriteByWrite(t, st.what, st.plan)
+		} else {
+			s.change(t, st.what, st.plan)
+		}
 	}
 
 	s.killMidSurge(t, canaries)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
 )
 
 // decisionWatcher follows the PlacementDecisions of one placement through a
@@ -25,14 +27,16 @@ import (
 // slices, and no slice holds more than 100 clusters.
 type decisionWatcher struct {
 	mu     sync.Mutex
-	slices map[string][]string // slice name -> clusters
+	slices map[string]fleet.Slice
 	stay   map[string]bool
+	// history is every observed state, oldest first, each in name order.
+	history [][]fleet.Slice
 	// violations are the broken promises, in the order seen.
 	violations []string
 	peak       int
 	events     int
 	// onEvent, when set, runs once at the next event, with the state after it.
-	onEvent func(state map[string][]string)
+	onEvent func(state []fleet.Slice)
 	done    chan struct{}
 	err     error
 }
@@ -46,7 +50,7 @@ func watchDecisions(ctx context.Context, c client.WithWatch, namespace, placemen
 	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing the decisions of %s/%s: %w", namespace, placement, err)
 	}
-	w := &decisionWatcher{slices: map[string][]string{}, stay: map[string]bool{}, done: make(chan struct{})}
+	w := &decisionWatcher{slices: map[string]fleet.Slice{}, stay: map[string]bool{}, done: make(chan struct{})}
 	for i := range list.Items {
 		w.apply(watch.Added, &list.Items[i])
 	}
@@ -98,11 +102,9 @@ func (w *decisionWatcher) apply(typ watch.EventType, pd *fleetv1alpha1.Placement
 	w.events++
 	switch typ {
 	case watch.Added, watch.Modified:
-		names := make([]string, 0, len(pd.Status.Decisions))
-		for _, d := range pd.Status.Decisions {
-			names = append(names, d.ClusterName)
-		}
-		w.slices[pd.Name] = names
+		sl := asSlice(pd)
+		names := sl.Clusters
+		w.slices[pd.Name] = sl
 		w.peak = max(w.peak, len(names))
 		if len(names) > fleetv1alpha1.MaxClustersPerDecision {
 			w.violations = append(w.violations, fmt.Sprintf("%s %s holds %d clusters", typ, pd.Name, len(names)))
@@ -124,17 +126,72 @@ func (w *decisionWatcher) apply(typ watch.EventType, pd *fleetv1alpha1.Placement
 		w.violations = append(w.violations, fmt.Sprintf("after %s %s (rv %s) %d cluster(s) in no slice: %s",
 			typ, pd.Name, pd.ResourceVersion, len(missing), abbreviate(missing)))
 	}
+	state := w.stateLocked()
+	w.history = append(w.history, state)
 	if w.onEvent != nil {
 		f := w.onEvent
 		w.onEvent = nil
-		f(maps.Clone(w.slices))
+		f(state)
 	}
+}
+
+// asSlice reads a PlacementDecision as the planner's slice: its name, the
+// fleet labels and its clusters (nil when empty).
+func asSlice(pd *fleetv1alpha1.PlacementDecision) fleet.Slice {
+	sl := fleet.Slice{Name: pd.Name, Labels: map[string]string{}}
+	for _, k := range []string{fleetv1alpha1.LabelPlacement, fleetv1alpha1.LabelDecisionGroupName, fleetv1alpha1.LabelDecisionGroupIndex} {
+		if v, ok := pd.Labels[k]; ok {
+			sl.Labels[k] = v
+		}
+	}
+	for _, d := range pd.Status.Decisions {
+		sl.Clusters = append(sl.Clusters, d.ClusterName)
+	}
+	return sl
+}
+
+// stateLocked is the current state in name order.
+func (w *decisionWatcher) stateLocked() []fleet.Slice {
+	out := make([]fleet.Slice, 0, len(w.slices))
+	for _, name := range slices.Sorted(maps.Keys(w.slices)) {
+		out = append(out, w.slices[name])
+	}
+	return out
+}
+
+// state is the latest observed state, in name order.
+func (w *decisionWatcher) state() []fleet.Slice {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stateLocked()
+}
+
+// mark is a point in the history to read the states after it.
+func (w *decisionWatcher) mark() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.history)
+}
+
+// statesSince returns the observed states after the mark, with repeats of the
+// same state (a write that changed nothing) folded.
+func (w *decisionWatcher) statesSince(mark int) [][]fleet.Slice {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out [][]fleet.Slice
+	for _, st := range w.history[mark:] {
+		if len(out) > 0 && reflect.DeepEqual(out[len(out)-1], st) {
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 func (w *decisionWatcher) unionLocked() map[string]bool {
 	u := map[string]bool{}
-	for _, cs := range w.slices {
-		for _, c := range cs {
+	for _, sl := range w.slices {
+		for _, c := range sl.Clusters {
 			u[c] = true
 		}
 	}
@@ -161,7 +218,7 @@ func (w *decisionWatcher) mustStay(clusters []string) {
 
 // atNextEvent runs f once, in the watch's goroutine, right after the next
 // event is applied: the test acts on the earliest write it can see.
-func (w *decisionWatcher) atNextEvent(f func(state map[string][]string)) {
+func (w *decisionWatcher) atNextEvent(f func(state []fleet.Slice)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.onEvent = f
