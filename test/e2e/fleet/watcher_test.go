@@ -37,8 +37,8 @@ type decisionWatcher struct {
 	events     int
 	// onEvent, when set, runs once at the next event, with the state after it.
 	onEvent func(state []fleet.Slice)
-	done    chan struct{}
-	err     error
+	// err is what ended the watch early, if anything did.
+	err error
 }
 
 // watchDecisions lists the placement's PlacementDecisions and watches them
@@ -50,13 +50,12 @@ func watchDecisions(ctx context.Context, c client.WithWatch, namespace, placemen
 	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing the decisions of %s/%s: %w", namespace, placement, err)
 	}
-	w := &decisionWatcher{slices: map[string]fleet.Slice{}, stay: map[string]bool{}, done: make(chan struct{})}
+	w := &decisionWatcher{slices: map[string]fleet.Slice{}, stay: map[string]bool{}}
 	for i := range list.Items {
 		w.apply(watch.Added, &list.Items[i])
 	}
 	rv := list.ResourceVersion
 	go func() {
-		defer close(w.done)
 		for ctx.Err() == nil {
 			opts := &client.ListOptions{Namespace: namespace, LabelSelector: sel, Raw: &metav1.ListOptions{ResourceVersion: rv}}
 			wi, err := c.Watch(ctx, &fleetv1alpha1.PlacementDecisionList{}, opts)
