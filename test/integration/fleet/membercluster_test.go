@@ -169,6 +169,24 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 		createSecret(t, ns, "mc-no-secret", map[string][]byte{"kubeconfig": good})
 		waitForReady(t, "mc-no-secret", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 10*time.Second)
 	})
+	t.Run("a changed kubeconfig replaces the connection", func(t *testing.T) {
+		before, ok := reg.Get("mc-no-secret")
+		if !ok {
+			t.Fatal("no connection to mc-no-secret")
+		}
+		var s corev1.Secret
+		if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "mc-no-secret"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data["kubeconfig"] = memberKubeconfig(t, nil) // a new user's credentials
+		if err := hubEnv.Client.Update(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "a new connection to mc-no-secret", func() (bool, string) {
+			after, ok := reg.Get("mc-no-secret")
+			return ok && after != before, "same connection"
+		})
+	})
 	t.Run("a deleted MemberCluster loses its connection", func(t *testing.T) {
 		if _, ok := reg.Get("mc-good"); !ok {
 			t.Fatal("no connection to mc-good")
