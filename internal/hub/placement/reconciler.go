@@ -216,7 +216,7 @@ func (r *Reconciler) announce(ctx context.Context, pl *fleetv1alpha1.Placement, 
 	switch plan.Phase {
 	case fleet.PhaseSurge:
 		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "SurgingDecisions", "Surge",
-			"Adding clusters to their new PlacementDecisions before removing them from old ones (%d create, %d update): until the update is finalized a cluster may be listed twice; read the union of all PlacementDecisions of the placement",
+			"Adding clusters to their final PlacementDecisions before any leaves its old one (%d create, %d update); until the update is finalized a cluster may be listed twice, so read the union of the placement's PlacementDecisions",
 			counts[fleet.Create], counts[fleet.Update])
 	case fleet.PhaseFinalize:
 		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "FinalizingDecisions", "Finalize",
