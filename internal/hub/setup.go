@@ -13,6 +13,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/hub/placement"
 )
 
+// Leader election holds a Lease.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Options tune the hub's controllers; zero values take the defaults.
 type Options struct {
 	// ProbeInterval is how often each member is probed
