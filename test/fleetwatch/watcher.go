@@ -210,6 +210,20 @@ func (w *Watcher) Slices() []fleet.Slice {
 	return w.stateLocked()
 }
 
+// Union is the sorted set of clusters in at least one slice of the latest
+// observed state: what a consumer takes as placed.
+func (w *Watcher) Union() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	union := map[string]bool{}
+	for _, s := range w.slices {
+		for _, c := range s.Clusters {
+			union[c] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(union))
+}
+
 // History is every observed state, oldest first.
 func (w *Watcher) History() [][]fleet.Slice {
 	w.mu.Lock()

@@ -113,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.announce(ctx, &pl, plan, len(selected))
 	a := applier{client: r.Client, scheme: r.Scheme, placement: &pl, observed: observed.objects}
 	for i, w := range plan.Writes {
+		log.V(1).Info("writing decision", "phase", plan.Phase, "write", i+1, "op", w.Op, "slice", w.Slice.Name, "clusters", len(w.Slice.Clusters))
 		if err := a.apply(ctx, w); err != nil {
 			log.Info("stopped the plan at a failed write; planning again", "phase", plan.Phase,
 				"write", i+1, "of", len(plan.Writes), "op", w.Op, "slice", w.Slice.Name, "error", err.Error())

@@ -240,6 +240,9 @@ func TestPlacement_ClusterJoinsLeavesAndTurnsNotReady_NoneOfTheOthersIsEverMissi
 	w := startWatcher(t, ns)
 	waitForState(t, w, []sliceWant{{1, 0, names("001-100")}, {2, 0, names("101-150")}})
 	pl := waitForSettled(t, ns)
+	if got := w.Union(); !slices.Equal(got, names("001-150")) {
+		t.Fatalf("union %v, want cluster001..cluster150", got)
+	}
 	w.SetStay(names("001-150"))
 	wantGroups := []fleetv1alpha1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{"p-decision-1", "p-decision-2"}, ClusterCount: 150}}
 	if pl.Status.NumberOfSelectedClusters != 150 || pl.Status.NumberOfDecisionGroups != 1 || !slices.EqualFunc(pl.Status.DecisionGroups, wantGroups, sameGroup) {
