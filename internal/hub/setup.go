@@ -13,6 +13,12 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/hub/placement"
 )
 
+// Leader election holds a Lease; the certificate rotator keeps the webhook
+// certificate Secret and injects its CA into the webhook configuration.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Options tune the hub's controllers; zero values take the defaults.
 type Options struct {
 	// ProbeInterval is how often each member is probed

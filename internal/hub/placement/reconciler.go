@@ -113,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.announce(ctx, &pl, plan, len(selected))
 	a := applier{client: r.Client, scheme: r.Scheme, placement: &pl, observed: observed.objects}
 	for i, w := range plan.Writes {
+		log.V(1).Info("writing decision", "phase", plan.Phase, "write", i+1, "op", w.Op, "slice", w.Slice.Name, "clusters", len(w.Slice.Clusters))
 		if err := a.apply(ctx, w); err != nil {
 			log.Info("stopped the plan at a failed write; planning again", "phase", plan.Phase,
 				"write", i+1, "of", len(plan.Writes), "op", w.Op, "slice", w.Slice.Name, "error", err.Error())
@@ -216,7 +217,7 @@ func (r *Reconciler) announce(ctx context.Context, pl *fleetv1alpha1.Placement, 
 	switch plan.Phase {
 	case fleet.PhaseSurge:
 		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "SurgingDecisions", "Surge",
-			"Adding clusters to their new PlacementDecisions before removing them from old ones (%d create, %d update): until the update is finalized a cluster may be listed twice; read the union of all PlacementDecisions of the placement",
+			"Adding clusters to their final PlacementDecisions before any leaves its old one (%d create, %d update); until the update is finalized a cluster may be listed twice, so read the union of the placement's PlacementDecisions",
 			counts[fleet.Create], counts[fleet.Update])
 	case fleet.PhaseFinalize:
 		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "FinalizingDecisions", "Finalize",
