@@ -5,7 +5,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet"
+	"github.com/lockstep-dev/lockstep/test/fleetwatch"
 )
 
 // killMidSurge re-groups the 250 clusters and SIGKILLs the hub at the first
@@ -29,14 +29,14 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 	for _, size := range []string{"100%", "50", "100%"} {
 		what := fmt.Sprintf("hub SIGKILLed at the first write of clustersPerDecisionGroup %s, then restarted", size)
 		start := time.Now()
-		s.w.mustStay(s.selectedNames())
+		s.w.SetStay(s.selectedNames())
 		apply := s.groupStrategy(canaries(percentOrCount(size)))
 		want, err := fleet.DesiredLayout(placementName, s.selected(), s.groups)
 		if err != nil {
 			t.Fatal(err)
 		}
 		killed := make(chan []fleet.Slice, 1)
-		s.w.atNextEvent(func(state []fleet.Slice) {
+		s.w.atNextState(t.Context(), 60*time.Second, func(state []fleet.Slice) {
 			_ = testFleet.process.kill()
 			killed <- state
 		})
@@ -74,13 +74,8 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 // the layout's.
 func sameAsLayout(state []fleet.Slice, l fleet.Layout) bool {
 	want := slices.Clone(l.Slices)
-	for i := range want {
-		if len(want[i].Clusters) == 0 {
-			want[i].Clusters = nil
-		}
-	}
 	slices.SortFunc(want, func(a, b fleet.Slice) int { return strings.Compare(a.Name, b.Name) })
-	return reflect.DeepEqual(state, want)
+	return fleetwatch.Equal(state, want)
 }
 
 func conditionString(c *metav1.Condition) string {
@@ -159,7 +154,7 @@ func (s *scene) allLosesClusters(t *testing.T) {
 	s.change(t, "updateStrategy All", func() []edit { return []edit{setUpdate(fleetv1alpha1.AllDecisionUpdate)} })
 
 	what := "under All, cluster000 joins and shifts a cluster out of every slice"
-	s.w.mustStay(s.selectedNames())
+	s.w.SetStay(s.selectedNames())
 	if err := s.label(clusterNames("000"), placedLabel, "yes")(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -178,10 +178,10 @@ func (s *scene) play(t *testing.T, what string, writeByWrite bool, plan func() [
 	t.Helper()
 	start := time.Now()
 	before := s.selectedNames()
-	mark, initial := s.w.mark(), s.w.state()
+	mark, initial := s.w.mark(), s.w.Slices()
 	edits := plan()
 	after := s.selectedNames()
-	s.w.mustStay(intersect(before, after))
+	s.w.SetStay(intersect(before, after))
 	for _, e := range edits {
 		if err := e(t.Context()); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -206,7 +206,7 @@ func (s *scene) checkStates(t *testing.T, what string, mark int, initial []fleet
 	t.Helper()
 	// The watch may trail the read that found the layout.
 	err := wait.PollUntilContextTimeout(t.Context(), pollInterval/5, 10*time.Second, true, func(context.Context) (bool, error) {
-		return sameAsLayout(s.w.state(), want), nil
+		return sameAsLayout(s.w.Slices(), want), nil
 	})
 	if err != nil {
 		t.Fatalf("%s: the watcher never saw the final layout", what)
@@ -236,7 +236,7 @@ func (s *scene) checkStates(t *testing.T, what string, mark int, initial []fleet
 		t.Errorf("%s: the watcher saw %d state(s), the planner goes through %d:\n%s", what, len(got), len(wantStates), b.String())
 		return
 	}
-	t.Logf("%s: the watcher saw the planner's %d states in order (%d events)", what, len(got), len(seen))
+	t.Logf("%s: the watcher saw the planner's %d states in order (%d states in all)", what, len(got), len(seen))
 }
 
 // contentSteps reduces states to what their slices hold (no labels, no
@@ -280,13 +280,10 @@ func intersect(a, b []string) []string {
 
 func (s *scene) checkWatcher(t *testing.T, what string) {
 	t.Helper()
-	violations, peak, events, err := s.w.report()
-	if err != nil {
-		t.Fatalf("%s: the decision watcher stopped: %v", what, err)
-	}
+	violations, peak, states := s.w.report()
 	if len(violations) > 0 {
-		t.Fatalf("%s: %d violation(s) seen by the watcher (%d events, peak slice %d):\n%s",
-			what, len(violations), events, peak, strings.Join(violations, "\n"))
+		t.Fatalf("%s: %d violation(s) seen by the watcher (%d states, peak slice %d):\n%s",
+			what, len(violations), states, peak, strings.Join(violations, "\n"))
 	}
 }
 
@@ -303,6 +300,21 @@ func (s *scene) observedSlices(ctx context.Context) ([]fleet.Slice, error) {
 	}
 	sortSlices(out)
 	return out, nil
+}
+
+// asSlice reads a PlacementDecision as the planner's slice: its name, the
+// fleet labels and its clusters.
+func asSlice(pd *fleetv1alpha1.PlacementDecision) fleet.Slice {
+	sl := fleet.Slice{Name: pd.Name, Labels: map[string]string{}}
+	for _, k := range []string{fleetv1alpha1.LabelPlacement, fleetv1alpha1.LabelDecisionGroupName, fleetv1alpha1.LabelDecisionGroupIndex} {
+		if v, ok := pd.Labels[k]; ok {
+			sl.Labels[k] = v
+		}
+	}
+	for _, d := range pd.Status.Decisions {
+		sl.Clusters = append(sl.Clusters, d.ClusterName)
+	}
+	return sl
 }
 
 // sortSlices orders slices by their number, as the layout does.
@@ -477,6 +489,7 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.w = w
+	t.Cleanup(w.Stop)
 
 	s.change(t, "150 clusters placed", func() []edit {
 		s.groups = percentOrCount("100%")
@@ -547,7 +560,7 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 	s.memberStoppedAndStarted(t)
 	s.allLosesClusters(t)
 
-	violations, peak, events, _ := s.w.report()
-	t.Logf("watcher: %d events, peak slice %d clusters, %d violations; the test took %s",
-		events, peak, len(violations), time.Since(start).Round(100*time.Millisecond))
+	violations, peak, states := s.w.report()
+	t.Logf("watcher: %d states, peak slice %d clusters, %d violations; the test took %s",
+		states, peak, len(violations), time.Since(start).Round(100*time.Millisecond))
 }
