@@ -72,7 +72,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/fleet/... output:crd:artifacts:config=config/fleet/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/hub/... output:rbac:artifacts:config=config/fleet/rbac
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook/fleet output:webhook:artifacts:config=config/fleet/webhook
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are stale.
@@ -138,6 +140,39 @@ install: $(KUBE_BINS) ## Install the CRDs into the cluster of .dev/kubeconfig.
 .PHONY: run
 run: install ## Run the operator from source against the local cluster (webhooks served from this host).
 	go run ./cmd/lockstep operator --kubeconfig $(KUBECONFIG_DEV) --dev-webhooks --leader-elect=false
+
+##@ Local fleet
+
+FLEET_DIR ?= $(DEV)/fleet
+MEMBERS   ?= 3
+MEMBER    ?= m1
+
+.PHONY: fleet-up
+fleet-up: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Start a hub and MEMBERS (3) member clusters, register the members; kubeconfigs in .dev/fleet/.
+	BIN=$(BIN) FLEET_DIR=$(FLEET_DIR) MEMBERS=$(MEMBERS) hack/dev/fleet-up.sh
+
+.PHONY: fleet-down
+fleet-down: $(KWOK_BINS) ## Delete the local fleet (hub and every member).
+	BIN=$(BIN) FLEET_DIR=$(FLEET_DIR) hack/dev/fleet-down.sh
+
+.PHONY: fleet-run
+fleet-run: ## Run the hub from source against the local fleet's hub.
+	@test -f $(FLEET_DIR)/hub.kubeconfig || { echo "no $(FLEET_DIR)/hub.kubeconfig: run 'make fleet-up' first"; exit 1; }
+	$(BIN)/kubectl --kubeconfig $(FLEET_DIR)/hub.kubeconfig apply --server-side --force-conflicts -f config/fleet/crd/bases >/dev/null
+	go run ./cmd/lockstep hub --kubeconfig $(FLEET_DIR)/hub.kubeconfig --dev-webhooks --leader-elect=false \
+		--webhook-cert-dir $(FLEET_DIR)/hub-webhook-certs
+
+# Ports of one member's operator: the index of m<i> offsets them, so that the
+# operators of several members (and `make run`) can run side by side.
+MEMBER_INDEX = $(patsubst m%,%,$(MEMBER))
+
+.PHONY: fleet-run-operator
+fleet-run-operator: ## Run the operator from source in member MEMBER (m1) of the local fleet.
+	@test -f $(FLEET_DIR)/$(MEMBER).kubeconfig || { echo "no $(FLEET_DIR)/$(MEMBER).kubeconfig: run 'make fleet-up' first"; exit 1; }
+	$(BIN)/kubectl --kubeconfig $(FLEET_DIR)/$(MEMBER).kubeconfig apply --server-side --force-conflicts -f config/crd/bases >/dev/null
+	go run ./cmd/lockstep operator --kubeconfig $(FLEET_DIR)/$(MEMBER).kubeconfig --dev-webhooks --leader-elect=false \
+		--webhook-port $$((9450 + $(MEMBER_INDEX))) --webhook-cert-dir $(FLEET_DIR)/$(MEMBER)-webhook-certs \
+		--metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:$$((8100 + $(MEMBER_INDEX)))
 
 .PHONY: help
 help: ## Show the targets.

@@ -15,6 +15,7 @@ func main() {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newOperatorCommand())
+	root.AddCommand(newHubCommand())
 	root.AddCommand(newPlanCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)

@@ -100,12 +100,13 @@ func WriteServingCert(dir, host string) error {
 	return nil
 }
 
-// Configurations returns the generated webhook configurations, renamed to
-// ConfigName and pointed at baseURL with caBundle.
-func Configurations(baseURL string, caBundle []byte) (*admissionv1.MutatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfiguration, error) {
+// Configurations returns the webhook configurations of manifests (the output
+// of make generate), renamed to name and pointed at baseURL with caBundle. A
+// kind with no webhooks in manifests is left out.
+func Configurations(manifests []byte, name, baseURL string, caBundle []byte) ([]client.Object, error) {
 	var m admissionv1.MutatingWebhookConfiguration
 	var v admissionv1.ValidatingWebhookConfiguration
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(config.WebhookManifests), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
 	for i := 0; ; i++ {
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil {
@@ -121,11 +122,8 @@ func Configurations(baseURL string, caBundle []byte) (*admissionv1.MutatingWebho
 			continue
 		}
 		if err := remarshal(obj, target); err != nil {
-			return nil, nil, fmt.Errorf("decoding webhook manifest %d: %w", i, err)
+			return nil, fmt.Errorf("decoding webhook manifest %d: %w", i, err)
 		}
-	}
-	if len(m.Webhooks) == 0 || len(v.Webhooks) == 0 {
-		return nil, nil, fmt.Errorf("config/webhook/manifests.yaml has no webhooks: run make generate")
 	}
 	point := func(c *admissionv1.WebhookClientConfig) {
 		url := baseURL + *c.Service.Path
@@ -133,14 +131,25 @@ func Configurations(baseURL string, caBundle []byte) (*admissionv1.MutatingWebho
 		c.URL = &url
 		c.CABundle = caBundle
 	}
-	m.Name, v.Name = ConfigName, ConfigName
-	for i := range m.Webhooks {
-		point(&m.Webhooks[i].ClientConfig)
+	var out []client.Object
+	if len(m.Webhooks) > 0 {
+		m.Name = name
+		for i := range m.Webhooks {
+			point(&m.Webhooks[i].ClientConfig)
+		}
+		out = append(out, &m)
 	}
-	for i := range v.Webhooks {
-		point(&v.Webhooks[i].ClientConfig)
+	if len(v.Webhooks) > 0 {
+		v.Name = name
+		for i := range v.Webhooks {
+			point(&v.Webhooks[i].ClientConfig)
+		}
+		out = append(out, &v)
 	}
-	return &m, &v, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the webhook manifests have no webhooks: run make generate")
+	}
+	return out, nil
 }
 
 // Registrar creates or updates the dev webhook configurations when the manager
@@ -150,6 +159,11 @@ type Registrar struct {
 	Writer  client.Writer
 	CertDir string
 	URL     string
+	// Manifests are the generated webhook configurations to register;
+	// config.WebhookManifests (the operator's) when nil.
+	Manifests []byte
+	// Name of the registered configurations; ConfigName when empty.
+	Name string
 }
 
 // NeedLeaderElection is false: every dev process serves its own webhooks.
@@ -161,21 +175,28 @@ func (r Registrar) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading dev CA: %w", err)
 	}
-	m, v, err := Configurations(r.URL, ca)
+	manifests, name := r.Manifests, r.Name
+	if manifests == nil {
+		manifests = config.WebhookManifests
+	}
+	if name == "" {
+		name = ConfigName
+	}
+	objs, err := Configurations(manifests, name, r.URL, ca)
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{m, v} {
+	for _, obj := range objs {
 		if err := r.apply(ctx, obj); err != nil {
 			return err
 		}
 	}
 	<-ctx.Done()
 	// Leave no configuration behind that points at a process that is gone: with
-	// failurePolicy Fail it would block every PodCliqueSet write.
+	// failurePolicy Fail it would block every write of the kinds it covers.
 	cleanup, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, obj := range []client.Object{m, v} {
+	for _, obj := range objs {
 		if err := r.Writer.Delete(cleanup, obj); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing webhook configuration %s: %w", obj.GetName(), err)
 		}

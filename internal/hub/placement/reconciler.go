@@ -1,0 +1,253 @@
+// Package placement chooses the Ready MemberClusters of each Placement and
+// publishes the choice in PlacementDecisions. What to write is decided by the
+// pure planner in internal/fleet; this package reads what it needs, applies the
+// planner's writes exactly as its contract asks, and reports in status and
+// events.
+package placement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
+)
+
+// replanDelay is how soon the slices are read again after a plan was applied in
+// full; the watch on PlacementDecisions usually comes first.
+const replanDelay = 200 * time.Millisecond
+
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placements/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters,verbs=get;list;watch
+
+// Reconciler keeps each Placement's PlacementDecisions.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads PlacementDecisions live: the planner must plan from a
+	// read that reflects every write made so far.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("placement").
+		For(&fleetv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&fleetv1alpha1.PlacementDecision{}).
+		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements),
+			builder.WithPredicates(selectionChanged{})).
+		Complete(r)
+}
+
+// allPlacements maps a MemberCluster change to every Placement: any of them may
+// select it.
+func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list fleetv1alpha1.PlacementList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Placements for a MemberCluster change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile reads the selected clusters and the slices, plans, records the plan
+// in status, and applies its writes.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var pl fleetv1alpha1.Placement
+	if err := r.Client.Get(ctx, req.NamespacedName, &pl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pl.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	selected, err := r.selectedClusters(ctx, &pl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	desired, err := fleet.DesiredLayout(pl.Name, selected, pl.Spec.DecisionStrategy.GroupStrategy)
+	if err != nil {
+		r.Recorder.Eventf(&pl, nil, corev1.EventTypeWarning, "InvalidGroupStrategy", "Plan", "Cannot group the selected clusters: %v", err)
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("laying out placement %s: %w", req, err))
+	}
+	observed, err := r.observedSlices(ctx, &pl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := fleet.PlanDecisions(observed.slices, desired, pl.Spec.DecisionStrategy.UpdateStrategy.Type)
+	log.V(1).Info("planned decisions", "phase", plan.Phase, "writes", len(plan.Writes),
+		"selected", len(selected), "groups", len(desired.Groups), "slices", len(desired.Slices))
+
+	if err := r.writeStatus(ctx, &pl, len(selected), desired, plan); err != nil {
+		return requeue.OnConflict(ctrl.Result{}, err)
+	}
+	if plan.Phase == fleet.PhaseSettled {
+		return ctrl.Result{}, nil
+	}
+	r.announce(ctx, &pl, plan, len(selected))
+	a := applier{client: r.Client, scheme: r.Scheme, placement: &pl, observed: observed.objects}
+	for i, w := range plan.Writes {
+		log.V(1).Info("writing decision", "phase", plan.Phase, "write", i+1, "op", w.Op, "slice", w.Slice.Name, "clusters", len(w.Slice.Clusters))
+		if err := a.apply(ctx, w); err != nil {
+			log.Info("stopped the plan at a failed write; planning again", "phase", plan.Phase,
+				"write", i+1, "of", len(plan.Writes), "op", w.Op, "slice", w.Slice.Name, "error", err.Error())
+			return requeue.OnConflict(ctrl.Result{}, fmt.Errorf("%s phase of placement %s: %w", plan.Phase, req, err))
+		}
+	}
+	return ctrl.Result{RequeueAfter: replanDelay}, nil
+}
+
+// selectedClusters are the Ready MemberClusters the placement's selector matches.
+func (r *Reconciler) selectedClusters(ctx context.Context, pl *fleetv1alpha1.Placement) ([]fleet.Cluster, error) {
+	sel := labels.Everything()
+	if pl.Spec.ClusterSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(pl.Spec.ClusterSelector); err != nil {
+			return nil, reconcile.TerminalError(fmt.Errorf("clusterSelector of placement %s/%s: %w", pl.Namespace, pl.Name, err))
+		}
+	}
+	var list fleetv1alpha1.MemberClusterList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	var out []fleet.Cluster
+	for i := range list.Items {
+		mc := &list.Items[i]
+		if mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)) {
+			out = append(out, fleet.Cluster{Name: mc.Name, Labels: mc.Labels})
+		}
+	}
+	return out, nil
+}
+
+// observation is the placement's slices as read live, and the objects behind
+// them (for their resourceVersions).
+type observation struct {
+	slices  []fleet.Slice
+	objects map[string]*fleetv1alpha1.PlacementDecision
+}
+
+// observedSlices lists the placement's PlacementDecisions from the apiserver,
+// not the cache.
+func (r *Reconciler) observedSlices(ctx context.Context, pl *fleetv1alpha1.Placement) (observation, error) {
+	var list fleetv1alpha1.PlacementDecisionList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(pl.Namespace),
+		client.MatchingLabels{fleetv1alpha1.LabelPlacement: pl.Name}); err != nil {
+		return observation{}, fmt.Errorf("reading PlacementDecisions of %s/%s: %w", pl.Namespace, pl.Name, err)
+	}
+	o := observation{objects: make(map[string]*fleetv1alpha1.PlacementDecision, len(list.Items))}
+	for i := range list.Items {
+		pd := &list.Items[i]
+		// A slice left by an earlier Placement of the same name is the garbage
+		// collector's; it is not this placement's.
+		if ref := metav1.GetControllerOf(pd); ref != nil && ref.UID != pl.UID {
+			continue
+		}
+		o.objects[pd.Name] = pd
+		o.slices = append(o.slices, sliceOf(pd))
+	}
+	return o, nil
+}
+
+func sliceOf(pd *fleetv1alpha1.PlacementDecision) fleet.Slice {
+	s := fleet.Slice{Name: pd.Name, Labels: pd.Labels}
+	for _, d := range pd.Status.Decisions {
+		s.Clusters = append(s.Clusters, d.ClusterName)
+	}
+	return s
+}
+
+// writeStatus records the final layout the slices are moving to and whether
+// they hold it.
+func (r *Reconciler) writeStatus(ctx context.Context, pl *fleetv1alpha1.Placement, selected int, desired fleet.Layout, plan fleet.Plan) error {
+	wasSettled := meta.IsStatusConditionTrue(pl.Status.Conditions, string(fleetv1alpha1.PlacementDecisionsSettled))
+	err := write.Status(ctx, r.Client, pl, func(pl *fleetv1alpha1.Placement) {
+		pl.Status.ObservedGeneration = pl.Generation
+		pl.Status.NumberOfSelectedClusters = int32(selected)
+		pl.Status.DecisionGroups = desired.GroupStatus()
+		pl.Status.NumberOfDecisionGroups = int32(len(pl.Status.DecisionGroups))
+		meta.SetStatusCondition(&pl.Status.Conditions, fleet.SettledCondition(plan, pl.Generation))
+	})
+	if err != nil {
+		return err
+	}
+	if plan.Phase == fleet.PhaseSettled && !wasSettled {
+		ctrl.LoggerFrom(ctx).Info("decisions settled", "selected", selected, "groups", len(desired.Groups), "slices", len(desired.Slices))
+		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "DecisionsSettled", "Settle",
+			"%d cluster(s) in %d decision group(s), published in %d PlacementDecision(s)", selected, len(desired.Groups), len(desired.Slices))
+	}
+	return nil
+}
+
+// announce says, in the log and an event, what the plan is about to do and
+// what a consumer may see meanwhile.
+func (r *Reconciler) announce(ctx context.Context, pl *fleetv1alpha1.Placement, plan fleet.Plan, selected int) {
+	counts := map[fleet.Op]int{}
+	for _, w := range plan.Writes {
+		counts[w.Op]++
+	}
+	ctrl.LoggerFrom(ctx).Info("applying decision writes", "phase", plan.Phase, "selected", selected,
+		"create", counts[fleet.Create], "update", counts[fleet.Update], "delete", counts[fleet.Delete])
+	switch plan.Phase {
+	case fleet.PhaseSurge:
+		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "SurgingDecisions", "Surge",
+			"Adding clusters to their final PlacementDecisions before any leaves its old one (%d create, %d update); until the update is finalized a cluster may be listed twice, so read the union of the placement's PlacementDecisions",
+			counts[fleet.Create], counts[fleet.Update])
+	case fleet.PhaseFinalize:
+		r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, "FinalizingDecisions", "Finalize",
+			"Every selected cluster is in its final PlacementDecision; trimming %d and deleting %d PlacementDecision(s)",
+			counts[fleet.Update], counts[fleet.Delete])
+	case fleet.PhaseWriteAll:
+		r.Recorder.Eventf(pl, nil, corev1.EventTypeWarning, "WritingDecisionsAll", "Update",
+			"updateStrategy All: writing %d PlacementDecision(s) straight to their final sets and deleting %d; a cluster that moves may be missing from all of them for a moment (use RollingUpdate to avoid this)",
+			counts[fleet.Create]+counts[fleet.Update], counts[fleet.Delete])
+	}
+}
+
+// selectionChanged passes the MemberCluster events that can change a selection:
+// creation, deletion, and changes of labels or of the Ready condition.
+type selectionChanged struct {
+	predicate.Funcs
+}
+
+// Update implements predicate.Predicate.
+func (selectionChanged) Update(e event.UpdateEvent) bool {
+	oldMC, ok1 := e.ObjectOld.(*fleetv1alpha1.MemberCluster)
+	newMC, ok2 := e.ObjectNew.(*fleetv1alpha1.MemberCluster)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !labels.Equals(oldMC.Labels, newMC.Labels) ||
+		isReady(oldMC) != isReady(newMC) ||
+		oldMC.DeletionTimestamp.IsZero() != newMC.DeletionTimestamp.IsZero()
+}
+
+func isReady(mc *fleetv1alpha1.MemberCluster) bool {
+	return meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
+}

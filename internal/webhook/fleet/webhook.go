@@ -1,0 +1,82 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+)
+
+// Paths the hub's webhooks are served on; config/fleet/webhook and the dev-mode
+// registration use them.
+const (
+	ValidateMemberClusterPath = "/validate-fleet-lockstep-dev-v1alpha1-membercluster"
+	ValidatePlacementPath     = "/validate-fleet-lockstep-dev-v1alpha1-placement"
+)
+
+// +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-membercluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=memberclusters,verbs=create;update,versions=v1alpha1,name=vmembercluster.fleet.lockstep.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-placement,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=placements,verbs=create;update,versions=v1alpha1,name=vplacement.fleet.lockstep.dev,admissionReviewVersions=v1
+
+// Setup registers the fleet's validating webhooks with the manager's webhook
+// server.
+func Setup(mgr ctrl.Manager) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.MemberCluster{}).
+		WithValidator(MemberClusterValidator{}).
+		Complete(); err != nil {
+		return fmt.Errorf("registering MemberCluster webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.Placement{}).
+		WithValidator(PlacementValidator{}).
+		Complete(); err != nil {
+		return fmt.Errorf("registering Placement webhook: %w", err)
+	}
+	return nil
+}
+
+// MemberClusterValidator rejects MemberClusters whose Secret reference is unusable.
+type MemberClusterValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (MemberClusterValidator) ValidateCreate(_ context.Context, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
+	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc))
+}
+
+// ValidateUpdate implements admission.Validator.
+func (MemberClusterValidator) ValidateUpdate(_ context.Context, _, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
+	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc))
+}
+
+// ValidateDelete implements admission.Validator; deletes are always allowed.
+func (MemberClusterValidator) ValidateDelete(context.Context, *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// PlacementValidator rejects Placements the decision planner could not lay out.
+type PlacementValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (PlacementValidator) ValidateCreate(_ context.Context, pl *fleetv1alpha1.Placement) (admission.Warnings, error) {
+	return nil, invalid("Placement", pl.Name, ValidatePlacement(pl))
+}
+
+// ValidateUpdate implements admission.Validator.
+func (PlacementValidator) ValidateUpdate(_ context.Context, _, pl *fleetv1alpha1.Placement) (admission.Warnings, error) {
+	return nil, invalid("Placement", pl.Name, ValidatePlacement(pl))
+}
+
+// ValidateDelete implements admission.Validator; deletes are always allowed.
+func (PlacementValidator) ValidateDelete(context.Context, *fleetv1alpha1.Placement) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(fleetv1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}

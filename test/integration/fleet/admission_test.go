@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+)
+
+// The hub's apiserver calls the fleet webhooks: invalid objects are rejected
+// with the field named.
+func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
+	ns := newNamespace(t, "admission")
+	pct := intstr.FromString("30%")
+	cases := []struct {
+		name  string
+		obj   interface{ GetName() string }
+		field string
+	}{{
+		name: "duplicate group names",
+		obj: &fleetv1alpha1.Placement{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dup"},
+			Spec: fleetv1alpha1.PlacementSpec{DecisionStrategy: fleetv1alpha1.DecisionStrategy{GroupStrategy: fleetv1alpha1.GroupStrategy{
+				ClustersPerDecisionGroup: &pct,
+				DecisionGroups: []fleetv1alpha1.DecisionGroup{
+					{GroupName: "canary", GroupClusterSelector: &metav1.LabelSelector{}},
+					{GroupName: "canary", GroupClusterSelector: &metav1.LabelSelector{}},
+				},
+			}}},
+		},
+		field: "spec.decisionStrategy.groupStrategy.decisionGroups",
+	}, {
+		name: "a selector that is not one",
+		obj: &fleetv1alpha1.Placement{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "badsel"},
+			Spec: fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gpu", Operator: "Near"}},
+			}},
+		},
+		field: "spec.clusterSelector.matchExpressions[0].operator",
+	}, {
+		name: "a Secret namespace that is no namespace name",
+		obj: &fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "admission-bad-secret-ns"},
+			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretReference{
+				Namespace: "Not_A_Namespace", Name: "m1",
+			}},
+		},
+		field: "spec.kubeconfigSecretRef.namespace",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			switch o := tc.obj.(type) {
+			case *fleetv1alpha1.Placement:
+				err = hubEnv.Client.Create(context.Background(), o)
+			case *fleetv1alpha1.MemberCluster:
+				err = hubEnv.Client.Create(context.Background(), o)
+			}
+			if err == nil {
+				t.Fatalf("%s was admitted", tc.obj.GetName())
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error does not name %s: %v", tc.field, err)
+			}
+		})
+	}
+}

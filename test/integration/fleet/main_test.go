@@ -1,0 +1,107 @@
+// Package fleet tests the hub against real apiservers: a hub with the fleet
+// CRDs and webhooks, and a member cluster the hub probes.
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/lockstep-dev/lockstep/internal/testenv"
+)
+
+var hubEnv, memberEnv *testenv.Cluster
+
+func TestMain(m *testing.M) {
+	level := zapcore.ErrorLevel
+	if os.Getenv("LOCKSTEP_TEST_LOG") == "debug" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if hubEnv, err = testenv.StartHub(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("hub", hubEnv)
+	if memberEnv, err = testenv.StartMember(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("member", memberEnv)
+	return m.Run()
+}
+
+func stop(name string, c *testenv.Cluster) {
+	if err := c.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the %s: %v\n", name, err)
+	}
+}
+
+// newNamespace creates a namespace on the hub for one test.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := hubEnv.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// eventually polls cond until it holds, failing the test with cond's last
+// account after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runManager starts a manager on the hub with what setup registers, and stops
+// it when the test ends. The returned function stops it earlier and waits.
+func runManager(t *testing.T, setup func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(hubEnv.Config, hubEnv.ManagerOptions())
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("setting up manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
