@@ -64,17 +64,7 @@ func newNamespace(t *testing.T, prefix string) string {
 // account after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, what, timeout, cond)
 }
 
 // runManager starts a manager on the hub with what setup registers, and stops
