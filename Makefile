@@ -112,7 +112,9 @@ test-unit: $(KUBE_BINS) $(ETCD) ## Unit and envtest integration tests (real kube
 
 .PHONY: test-e2e
 test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## End-to-end tests on a throwaway kwok cluster with the real scheduler.
-	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
+	@# -p 1: each e2e package starts its own kwok clusters; started side by side
+	@# they race for the same free ports.
+	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: bench
 bench: ## Planner benchmarks, with figures relative to a baseline measured in the same run; then bench-fleet.
