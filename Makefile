@@ -122,8 +122,9 @@ bench: ## Planner benchmarks, with figures relative to a baseline measured in th
 	$(MAKE) --no-print-directory bench-fleet
 
 .PHONY: bench-fleet
-bench-fleet: ## Simulate decision updates of 10,000 clusters: absences, peak slice size, writes, planner time.
+bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over 10,000 members under one budget.
 	go run ./hack/fleetsim -clusters $${FLEET_CLUSTERS:-10000}
+	ALIGN_SIM_MEMBERS=$${ALIGN_SIM_MEMBERS:-10000} go test -count=1 -run TestAlign_SimulationAtScale -v ./internal/fleet/align/ | grep -E 'members|ok|FAIL' 
 
 ##@ Local cluster
 

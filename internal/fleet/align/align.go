@@ -40,6 +40,9 @@ const (
 	Partitioned Kind = "Partitioned"
 )
 
+// partitionedInFlight is how many units a partitioned member replaces at once.
+const partitionedInFlight = 1
+
 // Reach is how far the hub can trust a member's status.
 type Reach int
 
@@ -266,10 +269,13 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 	switch m.Kind {
 	case Partitioned:
 		// Lowering the partition by k lets k more units update; each may be down
-		// until it is updated and available, so k costs k of the budget.
-		k := min(g.Partition, room, max(0, freeU))
+		// until it is updated and available, so k costs k of the budget. Such a
+		// member replaces one unit at a time (a StatefulSet, a PodCliqueSet's
+		// replicas), so budget beyond one unit in flight would only sit idle.
+		inFlight := max(0, m.Desired-g.Partition-m.Status.UpdatedAvailable)
+		k := min(g.Partition, room, max(0, freeU), max(0, partitionedInFlight-inFlight))
 		if k == 0 {
-			mp.Waiting = waiting(g.Partition > 0 && room > 0, "no unavailability budget left")
+			mp.Waiting = waiting(g.Partition > 0 && room > 0 && inFlight == 0, "no unavailability budget left")
 			return
 		}
 		g.Partition -= k

@@ -12,17 +12,18 @@ import (
 
 // The worked rounds: 10 replicas split 5/5 over two partitioned members,
 // partition 3, maxUnavailable 2. Each round the hub aligns, each member's own
-// controller acts on its grant until it settles, and the hub looks again. The
-// fleet never has more than 2 units down, ends with exactly 7 units on the new
-// revision, and member-2 keeps the 3 old ones.
+// controller acts on its grant until it settles, and the hub looks again. Each
+// member replaces one unit at a time, so the budget of 2 goes one to each; the
+// fleet never has more than 2 units down and ends with exactly 7 units on the
+// new revision and 3 on the old one (1 in member-1, 2 in member-2).
 func TestAlign_WorkedRoundsTenSplitFiveFivePartitionThree(t *testing.T) {
 	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(0), Partition: 3}
 	fleet := []*fakeMember{newFakeMember("member-1", Partitioned, 5), newFakeMember("member-2", Partitioned, 5)}
 	want := []string{
-		"member-1 new 2/5 partition 3 · member-2 new 0/5 partition 5",
-		"member-1 new 4/5 partition 1 · member-2 new 0/5 partition 5",
-		"member-1 new 5/5 partition 0 · member-2 new 1/5 partition 4",
-		"member-1 new 5/5 partition 0 · member-2 new 2/5 partition 3",
+		"member-1 new 1/5 partition 4 · member-2 new 1/5 partition 4",
+		"member-1 new 2/5 partition 3 · member-2 new 2/5 partition 3",
+		"member-1 new 3/5 partition 2 · member-2 new 3/5 partition 2",
+		"member-1 new 4/5 partition 1 · member-2 new 3/5 partition 2",
 	}
 	var got []string
 	for round := range len(want) + 1 {
