@@ -3,8 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
