@@ -259,6 +259,15 @@ func TestPlacement_ClusterJoinsLeavesAndTurnsNotReady_NoneOfTheOthersIsEverMissi
 	if got := w.Union(); !slices.Equal(got, names("001-150")) {
 		t.Fatalf("union %v, want cluster001..cluster150", got)
 	}
+	var pds fleetv1alpha1.PlacementDecisionList
+	if err := hubEnv.Client.List(context.Background(), &pds, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, pd := range pds.Items {
+		if ref := metav1.GetControllerOf(&pd); ref == nil || ref.UID != pl.UID || ref.Kind != "Placement" {
+			t.Errorf("%s is not controlled by its Placement (the garbage collector would not remove it): %+v", pd.Name, pd.OwnerReferences)
+		}
+	}
 	w.SetStay(names("001-150"))
 	wantGroups := []fleetv1alpha1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{"p-decision-1", "p-decision-2"}, ClusterCount: 150}}
 	if pl.Status.NumberOfSelectedClusters != 150 || pl.Status.NumberOfDecisionGroups != 1 || !slices.EqualFunc(pl.Status.DecisionGroups, wantGroups, sameGroup) {
