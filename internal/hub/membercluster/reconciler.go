@@ -79,7 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("membercluster").
 		For(&fleetv1alpha1.MemberCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.memberClustersOfSecret)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		// Probes wait on the network, up to a timeout each: many at once keep a
+		// fleet of unreachable members from delaying the others' probes.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 32}).
 		Complete(r)
 }
 

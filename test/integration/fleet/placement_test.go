@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -47,30 +49,44 @@ func names(ranges ...string) []string {
 	return out
 }
 
-var fleetOnce sync.Once
-
-// ensureFleet registers cluster000..cluster250 once, all Ready. Label "s1"
-// is "yes" on cluster001..cluster150 (cluster000 joins by setting it), "s3" on
-// cluster001..cluster250, "all" like "s1".
+// ensureFleet registers cluster000..cluster250 and puts them in their starting
+// state: all Ready, label "s1" "yes" on cluster001..cluster150 (cluster000
+// joins by setting it), "s3" on cluster001..cluster250, "all" like "s1".
+// Earlier tests (or a MemberCluster controller of another test) may have
+// changed them, so every test starts here.
 func ensureFleet(t *testing.T) {
 	t.Helper()
-	fleetOnce.Do(func() {
-		ctx := context.Background()
-		for i := 0; i <= 250; i++ {
-			name := fmt.Sprintf("cluster%03d", i)
-			in150, in250 := yesNo(i >= 1 && i <= 150), yesNo(i >= 1)
-			mc := &fleetv1alpha1.MemberCluster{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"s1": in150, "all": in150, "s3": in250}},
+	ctx := context.Background()
+	for i := 0; i <= 250; i++ {
+		name := fmt.Sprintf("cluster%03d", i)
+		in150, in250 := yesNo(i >= 1 && i <= 150), yesNo(i >= 1)
+		want := map[string]string{"s1": in150, "all": in150, "s3": in250}
+		var mc fleetv1alpha1.MemberCluster
+		err := hubEnv.Client.Get(ctx, client.ObjectKey{Name: name}, &mc)
+		switch {
+		case apierrors.IsNotFound(err):
+			mc = fleetv1alpha1.MemberCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want},
 				Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretReference{
 					Namespace: "lockstep-fleet", Name: "shared",
 				}},
 			}
-			if err := hubEnv.Client.Create(ctx, mc); err != nil {
+			if err := hubEnv.Client.Create(ctx, &mc); err != nil {
 				t.Fatalf("creating %s: %v", name, err)
 			}
+		case err != nil:
+			t.Fatal(err)
+		case !maps.Equal(mc.Labels, want):
+			patch := client.MergeFrom(mc.DeepCopy())
+			mc.Labels = want
+			if err := hubEnv.Client.Patch(ctx, &mc, patch); err != nil {
+				t.Fatalf("labelling %s: %v", name, err)
+			}
+		}
+		if !meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)) {
 			setReady(t, name, true)
 		}
-	})
+	}
 }
 
 func yesNo(b bool) string {
@@ -242,6 +258,15 @@ func TestPlacement_ClusterJoinsLeavesAndTurnsNotReady_NoneOfTheOthersIsEverMissi
 	pl := waitForSettled(t, ns)
 	if got := w.Union(); !slices.Equal(got, names("001-150")) {
 		t.Fatalf("union %v, want cluster001..cluster150", got)
+	}
+	var pds fleetv1alpha1.PlacementDecisionList
+	if err := hubEnv.Client.List(context.Background(), &pds, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, pd := range pds.Items {
+		if ref := metav1.GetControllerOf(&pd); ref == nil || ref.UID != pl.UID || ref.Kind != "Placement" {
+			t.Errorf("%s is not controlled by its Placement (the garbage collector would not remove it): %+v", pd.Name, pd.OwnerReferences)
+		}
 	}
 	w.SetStay(names("001-150"))
 	wantGroups := []fleetv1alpha1.DecisionGroupStatus{{DecisionGroupIndex: 0, Decisions: []string{"p-decision-1", "p-decision-2"}, ClusterCount: 150}}
