@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -38,6 +40,7 @@ type managerOptions struct {
 	certNamespace    string
 	certSecret       string
 	webhookService   string
+	concurrency      int
 	log              logOptions
 }
 
@@ -66,6 +69,7 @@ func (o *managerOptions) bind(f *pflag.FlagSet, d managerDefaults) {
 	f.StringVar(&o.certNamespace, "cert-namespace", d.certNamespace, "In-cluster: namespace of the webhook certificate Secret.")
 	f.StringVar(&o.certSecret, "cert-secret", d.certSecret, "In-cluster: name of the webhook certificate Secret the rotator keeps fresh; empty disables the rotator.")
 	f.StringVar(&o.webhookService, "webhook-service", d.service, "In-cluster: name of the webhook Service (in --cert-namespace).")
+	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "Objects each controller reconciles at once (never the same object twice at once).")
 	o.log.bind(f)
 }
 
@@ -92,8 +96,14 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 		}
 	}
 	disableHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+	if o.concurrency < 1 {
+		return nil, nil, fmt.Errorf("--max-concurrent-reconciles %d: must be at least 1", o.concurrency)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Nothing reads managedFields: the cache does not keep them.
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
