@@ -35,8 +35,8 @@ HELM_VERSION := v4.2.4
 PROMETHEUS_VERSION := 3.16.0
 TOOLS := $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL)
 
-IMAGE      ?= ghcr.io/lockstep-dev/lockstep
-IMAGE_TAG  ?= dev
+# Empty IMAGE names the image after the chart's default (image.repository:appVersion).
+IMAGE      ?=
 IMAGE_TAR  ?= $(CURDIR)/.dev/image/lockstep.tar
 
 GO_TEST_FLAGS ?= -count=1
@@ -124,7 +124,7 @@ build: ## Build bin/lockstep.
 
 .PHONY: image
 image: ## Build the operator's OCI image as a tarball ($(IMAGE_TAR)), without a container engine.
-	cd hack/image && go run . -repo $(CURDIR) -image $(IMAGE):$(IMAGE_TAG) -o $(IMAGE_TAR)
+	cd hack/image && go run . -repo $(CURDIR) $(if $(IMAGE),-image $(IMAGE)) -o $(IMAGE_TAR)
 
 ##@ Tests
 
