@@ -96,6 +96,8 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	rm -f charts/lockstep/crds/*.yaml charts/lockstep/files/fleet-crds/*.yaml
 	cp config/crd/bases/*.yaml charts/lockstep/crds/
 	cp config/fleet/crd/bases/*.yaml charts/lockstep/files/fleet-crds/
+	cp config/rbac/role.yaml charts/lockstep/files/operator-role.yaml
+	cp config/webhook/manifests.yaml charts/lockstep/files/webhook-manifests.yaml
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are stale.
