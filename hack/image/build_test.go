@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"encoding/json"
 	"io"
 	"os"
@@ -121,7 +122,7 @@ func untar(t *testing.T, b []byte) map[string][]byte {
 	tr := tar.NewReader(bytes.NewReader(b))
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return files
 		}
 		if err != nil {
