@@ -27,7 +27,17 @@ ETCD      := $(BIN)/etcd
 KWOK_BINS := $(BIN)/kwok $(BIN)/kwokctl
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
-TOOLS := $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT)
+# Helm and promtool need other Kubernetes libraries than the control plane, so
+# each has a tools module of its own; changing them rebuilds only that tool.
+HELM     := $(BIN)/helm
+PROMTOOL := $(BIN)/promtool
+HELM_VERSION := v4.2.4
+PROMETHEUS_VERSION := 3.16.0
+TOOLS := $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL)
+
+# Empty IMAGE names the image after the chart's default (image.repository:appVersion).
+IMAGE      ?=
+IMAGE_TAR  ?= $(CURDIR)/.dev/image/lockstep.tar
 
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT   ?= 30m
@@ -64,6 +74,16 @@ $(GOLANGCI_LINT): $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	@touch $@
 
+$(HELM): $(TOOLS_DIR)/helm/go.mod $(TOOLS_DIR)/helm/go.sum
+	@echo ">> building helm $(HELM_VERSION) (about 2.5 minutes cold)"
+	cd $(TOOLS_DIR)/helm && go build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" -o $@ helm.sh/helm/v4/cmd/helm
+	@touch $@
+
+$(PROMTOOL): $(TOOLS_DIR)/promtool/go.mod $(TOOLS_DIR)/promtool/go.sum
+	@echo ">> building promtool $(PROMETHEUS_VERSION) (about 6 minutes cold)"
+	cd $(TOOLS_DIR)/promtool && go build -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" -o $@ github.com/prometheus/prometheus/cmd/promtool
+	@touch $@
+
 ##@ Development
 
 .PHONY: generate
@@ -75,11 +95,16 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/hub/... output:rbac:artifacts:config=config/fleet/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/fleet output:webhook:artifacts:config=config/fleet/webhook
+	rm -f charts/lockstep/crds/*.yaml charts/lockstep/files/fleet-crds/*.yaml
+	cp config/crd/bases/*.yaml charts/lockstep/crds/
+	cp config/fleet/crd/bases/*.yaml charts/lockstep/files/fleet-crds/
+	cp config/rbac/role.yaml charts/lockstep/files/operator-role.yaml
+	cp config/webhook/manifests.yaml charts/lockstep/files/webhook-manifests.yaml
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: run 'make generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "untracked generated files: run 'make generate' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -101,20 +126,34 @@ verify: verify-generate vet lint ## Everything CI checks besides the tests.
 build: ## Build bin/lockstep.
 	go build -o $(BIN)/lockstep ./cmd/lockstep
 
+.PHONY: image
+image: ## Build the operator's OCI image as a tarball ($(IMAGE_TAR)), without a container engine.
+	cd hack/image && go run . -repo $(CURDIR) $(if $(IMAGE),-image $(IMAGE)) -o $(IMAGE_TAR)
+
 ##@ Tests
 
 .PHONY: test
 test: tools test-unit test-e2e ## Unit, envtest integration and local-cluster e2e tests.
 
 .PHONY: test-unit
-test-unit: $(KUBE_BINS) $(ETCD) ## Unit and envtest integration tests (real kube-apiserver and etcd from bin/).
-	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
+test-unit: $(KUBE_BINS) $(ETCD) $(HELM) $(PROMTOOL) ## Unit and envtest integration tests (real kube-apiserver and etcd, helm and promtool from bin/), the image build and run.
+	KUBEBUILDER_ASSETS=$(BIN) LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	cd hack/image && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## End-to-end tests on a throwaway kwok cluster with the real scheduler.
+test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(HELM) ## End-to-end tests on throwaway kwok clusters with the real scheduler; the chart's real install.
 	@# -p 1: each e2e package starts its own kwok clusters; started side by side
 	@# they race for the same free ports.
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+.PHONY: chart-test
+chart-test: $(HELM) $(PROMTOOL) $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## The chart alone: lint, golden renders, promtool rules, then a real install/upgrade/uninstall on a kwok cluster.
+	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) ./test/chart/...
+	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -tags e2e -timeout 10m ./test/e2e/chart/...
+
+.PHONY: chart-golden
+chart-golden: $(HELM) ## Rewrite the chart's golden renders after an intended change.
+	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) ./test/chart/ -run TestTemplate -update
 
 .PHONY: bench
 bench: ## Planner benchmarks, with figures relative to a baseline measured in the same run; then bench-fleet.

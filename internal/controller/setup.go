@@ -23,6 +23,9 @@ import (
 // plain pods).
 func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	rollouts := lockstepmetrics.NewRollouts(crmetrics.Registry)
+	if err := lockstepmetrics.RegisterState(crmetrics.Registry, lockstepmetrics.NewState(mgr.GetClient(), lockstepmetrics.LeaderOnly(mgr.Elected()), time.Now)); err != nil {
+		return fmt.Errorf("registering the PodCliqueSet state metrics: %w", err)
+	}
 	if err := (&podcliqueset.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliqueset"), mgr.GetLogger().WithName("podcliqueset")),

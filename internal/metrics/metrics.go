@@ -18,7 +18,18 @@ type Rollouts struct {
 	Duration     *prometheus.HistogramVec
 	Steps        *prometheus.CounterVec
 	Stalls       *prometheus.CounterVec
+	// Rollbacks counts rollback requests (the lockstep.dev/rollback-to
+	// annotation) by result: started, skipped (already at that revision) or
+	// failed (no such revision).
+	Rollbacks *prometheus.CounterVec
 }
+
+// Results of a rollback request, the values of Rollbacks' result label.
+const (
+	RollbackStarted = "started"
+	RollbackSkipped = "skipped"
+	RollbackFailed  = "failed"
+)
 
 // NewRollouts creates the rollout metrics and registers them with reg.
 func NewRollouts(reg prometheus.Registerer) *Rollouts {
@@ -45,12 +56,17 @@ func NewRollouts(reg prometheus.Registerer) *Rollouts {
 			Name: "lockstep_rollout_stalls_total",
 			Help: "Times a rollout passed its progress deadline.",
 		}, labels),
+		Rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_rollbacks_total",
+			Help: "Rollback requests by result: started, skipped (already at that revision), failed.",
+		}, append(labels, "result")),
 	}
 	m.InProgress = register(reg, m.InProgress)
 	m.UpdatedUnits = register(reg, m.UpdatedUnits)
 	m.Duration = register(reg, m.Duration)
 	m.Steps = register(reg, m.Steps)
 	m.Stalls = register(reg, m.Stalls)
+	m.Rollbacks = register(reg, m.Rollbacks)
 	return m
 }
 
@@ -77,4 +93,22 @@ func (m *Rollouts) Forget(namespace, name string) {
 	m.Duration.Delete(l)
 	m.Stalls.Delete(l)
 	m.Steps.DeletePartialMatch(l)
+	m.Rollbacks.DeletePartialMatch(l)
+}
+
+// Rollback counts a rollback request of a PodCliqueSet with its result.
+func (m *Rollouts) Rollback(namespace, name, result string) {
+	m.Rollbacks.WithLabelValues(namespace, name, result).Inc()
+}
+
+// LeaderOnly turns a manager's Elected channel into State.Elected.
+func LeaderOnly(elected <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}
 }

@@ -1,0 +1,115 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// series are the lockstep_podcliqueset_* samples of one PodCliqueSet, keyed
+// by the sample's text up to its value, e.g.
+// `lockstep_podcliqueset_role_units_updated{namespace="x",podcliqueset="y",role="decode"}`.
+type series map[string]float64
+
+func (s series) get(name, role string) (float64, bool) {
+	for k, v := range s {
+		if strings.HasPrefix(k, name+"{") && (role == "" || strings.Contains(k, `role="`+role+`"`)) {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// scrapeState reads the operator's /metrics and keeps the state series of one
+// PodCliqueSet.
+func scrapeState(ctx context.Context, namespace, name string) (series, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", testOperator.metricsPort), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := series{}
+	match := fmt.Sprintf(`namespace=%q,podcliqueset=%q`, namespace, name)
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "lockstep_podcliqueset_") || !strings.Contains(line, match) {
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("parsing %q: %w", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
+}
+
+// The per-role series move with a role-ordered rollout (examples/role-ordered-pd.yaml):
+// before it every role is fully updated; mid-rollout the operator reports a
+// role step and a role with some but not all of its units updated; at the end
+// every role is updated again and no step is reported.
+func TestMetrics_PerRoleSeriesFollowARollout(t *testing.T) {
+	s := newScene(t, pdNodes, loadExampleAsApplied(t, "role-ordered-pd.yaml"))
+	s.awaitLayout("the example to become Available", 2*time.Minute, pdLayout("v1"))
+	roles := map[string]float64{"prefill": 4, "decode": 6} // group replicas over 2 PCS replicas
+
+	fullyUpdated := func(ctx context.Context) (bool, string, error) {
+		got, err := scrapeState(ctx, s.ns, s.name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for role, desired := range roles {
+			d, _ := got.get("lockstep_podcliqueset_role_units_desired", role)
+			u, _ := got.get("lockstep_podcliqueset_role_units_updated", role)
+			a, _ := got.get("lockstep_podcliqueset_role_units_available", role)
+			if d != desired || u != desired || a != desired {
+				return false, fmt.Sprintf("%s: desired %v updated %v available %v", role, d, u, a), nil
+			}
+		}
+		if _, stepping := got.get("lockstep_podcliqueset_role_step", ""); stepping {
+			return false, "a role step is still reported", nil
+		}
+		return true, "", nil
+	}
+	s.mustAwait("every role to be reported updated and available", time.Minute, fullyUpdated)
+
+	s.update(setImageTag("v2"))
+	var mid series
+	s.mustAwait("a scrape mid-rollout with a role step and a partly updated role", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		got, err := scrapeState(ctx, s.ns, s.name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		step, stepping := got.get("lockstep_podcliqueset_role_step", "")
+		since, clock := got.get("lockstep_podcliqueset_seconds_since_last_progress", "")
+		for role, desired := range roles {
+			u, _ := got.get("lockstep_podcliqueset_role_units_updated", role)
+			if stepping && clock && since >= 0 && u > 0 && u < desired {
+				mid = got
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("step %v (%v), progress clock %v, series %v", step, stepping, clock, got), nil
+	})
+	for _, k := range slices.Sorted(maps.Keys(mid)) {
+		t.Logf("mid-rollout: %s %v", k, mid[k])
+	}
+	s.mustAwait("every role to be reported updated again", 4*time.Minute, fullyUpdated)
+}
