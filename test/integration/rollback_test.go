@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -84,6 +85,9 @@ func TestRollback_AnnotationRollsBackToAKeptRevision(t *testing.T) {
 		t.Fatalf("the revision rolled back to is number %d, not newer than v2's %d", n1, n2)
 	}
 	assertEvent(t, ns, "RollbackStarted", "Rolling back to revision 1")
+	if n := rollbacks(t, ns, pcs.Name, "started"); n != 1 {
+		t.Errorf("lockstep_rollbacks_total{result=started} = %v, want 1", n)
+	}
 
 	// "previous" goes back to v2, the revision before the current one.
 	setAnnotation(t, pcs, v1alpha1.AnnotationRollbackTo, v1alpha1.RollbackToPrevious)
@@ -112,6 +116,9 @@ func TestRollback_UnknownRevisionIsReportedAndDropped(t *testing.T) {
 		t.Fatalf("the spec changed (generation %d to %d) for a rollback that cannot happen", generation, pcs.Generation)
 	}
 	assertEvent(t, ns, "RollbackFailed", `lockstep.dev/rollback-to="42" names no kept revision; kept: 1 (`)
+	if n := rollbacks(t, ns, pcs.Name, "failed"); n != 1 {
+		t.Errorf("lockstep_rollbacks_total{result=failed} = %v, want 1", n)
+	}
 }
 
 // assertEvent waits for an Event of the reason whose note contains text.
@@ -161,4 +168,28 @@ func TestRollback_AnnotationWithATemplateChangeKeepsTheChange(t *testing.T) {
 		t.Fatalf("engine image %s after the rollback was refused, want the change %s kept", got, editedAgain)
 	}
 	assertEvent(t, ns, "RollbackFailed", "the templates changed in the same update as the lockstep.dev/rollback-to annotation")
+}
+
+// rollbacks reads lockstep_rollbacks_total of a PodCliqueSet for one result.
+func rollbacks(t *testing.T, ns, name, result string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "lockstep_rollbacks_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["podcliqueset"] == name && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

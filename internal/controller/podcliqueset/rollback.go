@@ -41,13 +41,13 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 	}
 	target, why := pickRevision(owned, want, update.Name)
 	if target == nil {
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "RollbackFailed", "Rollback", "%s", why)
+		r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed", "%s", why)
 		return true, r.dropRollbackAnnotation(ctx, pcs)
 	}
 	if !slices.ContainsFunc(owned, func(cr appsv1.ControllerRevision) bool { return cr.Name == update.Name }) {
 		// The spec changed and was never seen: rolling back would silently drop
 		// that change. Keep it, and say so.
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "RollbackFailed", "Rollback",
+		r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
 			"the templates changed in the same update as the %s annotation; the change is kept and nothing is rolled back: "+
 				"apply the change or the rollback, one at a time", v1alpha1.AnnotationRollbackTo)
 		return true, r.dropRollbackAnnotation(ctx, pcs)
@@ -57,7 +57,7 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 		return false, err
 	}
 	if target.Name == update.Name {
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "RollbackSkipped", "Rollback",
+		r.rollbackOutcome(pcs, "skipped", corev1.EventTypeNormal, "RollbackSkipped",
 			"revision %d (%s) is the one the spec already asks for", target.Revision, target.Name)
 		return true, r.dropRollbackAnnotation(ctx, pcs)
 	}
@@ -67,15 +67,24 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 	// An Update carries the resourceVersion read: a user's change made meanwhile wins.
 	if err := r.Client.Update(ctx, next); err != nil {
 		if isRejected(err) {
-			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, "RollbackFailed", "Rollback",
+			r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
 				"rolling back to revision %d (%s) was refused: %v", target.Revision, target.Name, err)
 			return true, r.dropRollbackAnnotation(ctx, pcs)
 		}
 		return false, fmt.Errorf("rolling back PodCliqueSet %s: %w", pcs.Name, err)
 	}
-	r.Recorder.Eventf(next, nil, corev1.EventTypeNormal, "RollbackStarted", "Rollback",
+	r.rollbackOutcome(next, "started", corev1.EventTypeNormal, "RollbackStarted",
 		"Rolling back to revision %d (%s)", target.Revision, target.Name)
 	return true, nil
+}
+
+// rollbackOutcome records how a rollback request ended: an Event, and the
+// lockstep_rollbacks_total metric by result (started, skipped, failed).
+func (r *Reconciler) rollbackOutcome(pcs *v1alpha1.PodCliqueSet, result, eventType, reason, note string, args ...any) {
+	r.Recorder.Eventf(pcs, nil, eventType, reason, "Rollback", note, args...)
+	if r.Metrics != nil {
+		r.Metrics.Rollback(pcs.Namespace, pcs.Name, result)
+	}
 }
 
 // restoreRevision writes into t what a revision is made of, from the stored
