@@ -44,10 +44,11 @@ func NewRollouts(reg prometheus.Registerer) *Rollouts {
 			Help: "Units (pods of standalone cliques, group replicas, replicas) on the update revision, summed over every level.",
 		}, labels),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "lockstep_rollout_duration_seconds",
-			Help:    "Time from a rollout's start to every replica running the new revision.",
+			Name: "lockstep_rollout_duration_seconds",
+			Help: "Time from a rollout's start to its end, by result: complete (every replica runs the new revision), " +
+				"superseded (a newer spec replaced it), stalled (it passed its progress deadline).",
 			Buckets: prometheus.ExponentialBuckets(5, 2, 12), // 5 s to about 3 h
-		}, labels),
+		}, append(labels, "result")),
 		Steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockstep_rollout_steps_total",
 			Help: "Rollout steps taken: a replica starting to update, a role step starting.",
@@ -90,7 +91,7 @@ func (m *Rollouts) Forget(namespace, name string) {
 	l := prometheus.Labels{"namespace": namespace, "podcliqueset": name}
 	m.InProgress.Delete(l)
 	m.UpdatedUnits.Delete(l)
-	m.Duration.Delete(l)
+	m.Duration.DeletePartialMatch(l)
 	m.Stalls.Delete(l)
 	m.Steps.DeletePartialMatch(l)
 	m.Rollbacks.DeletePartialMatch(l)

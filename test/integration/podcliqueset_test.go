@@ -260,7 +260,7 @@ func assertRolloutMetrics(t *testing.T, ns, name string) {
 			}
 			switch f.GetName() {
 			case "lockstep_rollout_duration_seconds":
-				found[f.GetName()] += float64(m.GetHistogram().GetSampleCount())
+				found[f.GetName()+"/"+labels["result"]] += float64(m.GetHistogram().GetSampleCount())
 			case "lockstep_rollout_in_progress":
 				found[f.GetName()] += m.GetGauge().GetValue()
 			case "lockstep_rollout_steps_total":
@@ -268,7 +268,7 @@ func assertRolloutMetrics(t *testing.T, ns, name string) {
 			}
 		}
 	}
-	if found["lockstep_rollout_duration_seconds"] < 1 || found["lockstep_rollout_in_progress"] != 0 || found["lockstep_rollout_steps_total/replica"] < 2 {
+	if found["lockstep_rollout_duration_seconds/complete"] < 1 || found["lockstep_rollout_in_progress"] != 0 || found["lockstep_rollout_steps_total/replica"] < 2 {
 		t.Fatalf("rollout metrics for %s/%s: %v", ns, name, found)
 	}
 }

@@ -81,7 +81,7 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) error {
 	st := desiredStatus(pcs, plan, gangs, waiting)
 	r.narrate(pcs, &pcs.Status, st)
-	r.record(pcs, &pcs.Status, st, plan.Status)
+	r.record(pcs, &pcs.Status, st, plan.Status, r.Now())
 	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
 		return nil
 	}
@@ -280,7 +280,7 @@ func metaTime(t time.Time) *metav1.Time {
 }
 
 // record updates the rollout metrics from one status to the next.
-func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus, s rollout.SetStatus) {
+func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus, s rollout.SetStatus, now time.Time) {
 	m := r.Metrics
 	if m == nil {
 		return
@@ -292,13 +292,23 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 	}
 	m.InProgress.With(l).Set(inProgress)
 	m.UpdatedUnits.With(l).Set(float64(s.Units.Updated))
+	duration := func(result string, d time.Duration) {
+		m.Duration.With(prometheus.Labels{"namespace": pcs.Namespace, "podcliqueset": pcs.Name, "result": result}).Observe(d.Seconds())
+	}
 	if p := after.UpdateProgress; p != nil && p.UpdateEndedAt != nil && p.UpdateStartedAt != nil &&
 		(before.UpdateProgress == nil || before.UpdateProgress.UpdateEndedAt == nil) {
-		m.Duration.With(l).Observe(p.UpdateEndedAt.Sub(p.UpdateStartedAt.Time).Seconds())
+		duration("complete", p.UpdateEndedAt.Sub(p.UpdateStartedAt.Time))
+	}
+	if b := before.UpdateProgress; b != nil && b.UpdateStartedAt != nil && b.UpdateEndedAt == nil &&
+		before.UpdateRevision != "" && after.UpdateRevision != before.UpdateRevision {
+		duration("superseded", now.Sub(b.UpdateStartedAt.Time))
 	}
 	if s.DeadlineExceeded {
 		if c := apimeta.FindStatusCondition(before.Conditions, string(v1alpha1.ConditionProgressing)); c == nil || c.Reason != string(v1alpha1.ReasonProgressDeadlineExceeded) {
 			m.Stalls.With(l).Inc()
+			if p := after.UpdateProgress; p != nil && p.UpdateStartedAt != nil {
+				duration("stalled", now.Sub(p.UpdateStartedAt.Time))
+			}
 		}
 	}
 	prev := map[int32]*v1alpha1.RoleStepProgress{}
