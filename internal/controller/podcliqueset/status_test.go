@@ -3,10 +3,15 @@ package podcliqueset
 import (
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -47,5 +52,45 @@ func TestAnnounceRollout_NamesTheEffectiveStrategy(t *testing.T) {
 	r.announceRollout(&v1alpha1.PodCliqueSet{Status: v1alpha1.PodCliqueSetStatus{UpdateRevision: "v2"}}, &defaulted.Spec, plan)
 	if len(fake.Events) != 0 {
 		t.Fatalf("a plan on the same revision announced a rollout: %q", <-fake.Events)
+	}
+}
+
+// A rollout's duration is recorded once, with how it ended: a newer spec
+// replacing it mid-way, or its deadline passing.
+func TestRecord_RolloutDurationByResult(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := &Reconciler{Metrics: metrics.NewRollouts(reg)}
+	pcs := &v1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm"}}
+	start := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	running := &v1alpha1.PodCliqueSetStatus{UpdateRevision: "v2", UpdateProgress: &v1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: &start}}
+	superseding := &v1alpha1.PodCliqueSetStatus{UpdateRevision: "v3", UpdateProgress: &v1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: &start}}
+	r.record(pcs, running, superseding, rollout.SetStatus{}, start.Add(90*time.Second))
+	r.record(pcs, running, running, rollout.SetStatus{DeadlineExceeded: true}, start.Add(10*time.Minute))
+	stalled := running.DeepCopy()
+	stalled.Conditions = []metav1.Condition{{Type: string(v1alpha1.ConditionProgressing), Status: metav1.ConditionFalse, Reason: string(v1alpha1.ReasonProgressDeadlineExceeded)}}
+	r.record(pcs, stalled, stalled, rollout.SetStatus{DeadlineExceeded: true}, start.Add(11*time.Minute)) // still stalled: not again
+
+	want := map[string]uint64{"superseded": 1, "stalled": 1}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "lockstep_rollout_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					got[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("durations %v, want %v", got, want)
+		}
 	}
 }
