@@ -60,7 +60,7 @@ func Of(in Input) Verdict {
 		return Verdict{Final: true, Code: Failed, Line: "the PodCliqueSet was deleted"}
 	}
 	st := &pcs.Status
-	counts := fmt.Sprintf("%d of %d replicas updated, %d available", st.UpdatedReplicas, desired(pcs), st.AvailableReplicas)
+	counts := fmt.Sprintf("updated %d/%d, available %d", st.UpdatedReplicas, desired(pcs), st.AvailableReplicas)
 	if st.ObservedGeneration < pcs.Generation {
 		return Verdict{Code: TimedOut, Line: fmt.Sprintf("waiting for the operator to observe generation %d", pcs.Generation)}
 	}
@@ -71,7 +71,7 @@ func Of(in Input) Verdict {
 	if c == nil {
 		return Verdict{Code: TimedOut, Line: "waiting for the first status"}
 	}
-	line := fmt.Sprintf("%s: %s (%s)", c.Reason, c.Message, counts)
+	line := fmt.Sprintf("%s: %s [%s]", c.Reason, c.Message, counts)
 	if c.Status == metav1.ConditionFalse {
 		return Verdict{Final: true, Code: Failed, Line: line}
 	}

@@ -255,6 +255,9 @@ func (r *renderer) group(i int32, cfg *v1alpha1.PodCliqueScalingGroupConfig, g *
 	}
 	ready, total := readyOf(all)
 	n.icon, n.iconStyle = unitIcon(ready, total, all)
+	if n.icon == iconReady && g.Status.AvailableReplicas < g.Spec.Replicas {
+		n.icon, n.iconStyle = iconPartial, yellow
+	}
 	n.tags = append(n.tags, r.paint(dim, "scaling group"))
 	n.tags = append(n.tags, r.childTags(&g.Status.ChildStatus)...)
 	n.tags = append(n.tags, fmt.Sprintf("available %d/%d", g.Status.AvailableReplicas, g.Spec.Replicas))
@@ -275,7 +278,7 @@ func (r *renderer) clique(c *v1alpha1.PodClique, role string) *node {
 	if c.Labels[v1alpha1.LabelSurge] == "true" {
 		n.tags = append(n.tags, r.paint(cyan, "surge"))
 	}
-	n.tags = append(n.tags, fmt.Sprintf("ready %d/%d", c.Status.ReadyReplicas, c.Spec.Replicas))
+	n.tags = append(n.tags, fmt.Sprintf("ready %d/%d", ready, c.Spec.Replicas))
 	if c.Status.UpdatedReplicas < c.Spec.Replicas {
 		n.tags = append(n.tags, fmt.Sprintf("updated %d/%d", c.Status.UpdatedReplicas, c.Spec.Replicas))
 	}
@@ -386,8 +389,11 @@ func unitIcon(ready, total int, pods []*corev1.Pod) (icon, style string) {
 			return iconDown, red
 		}
 	}
-	if len(pods) == 0 {
+	switch {
+	case len(pods) == 0:
 		return iconDown, red
+	case total == 0:
+		return iconGone, dim
 	}
 	return iconUnscheduled, yellow
 }
@@ -402,6 +408,9 @@ func (r *renderer) revTag(pods []*corev1.Pod) string {
 		}
 	}
 	if len(count) == 0 {
+		if len(pods) > 0 {
+			return r.paint(dim, "terminating")
+		}
 		return r.paint(dim, "no pods")
 	}
 	update := r.s.PCS.Status.UpdateRevision
