@@ -123,8 +123,12 @@ lint: $(GOLANGCI_LINT) ## Run the linters configured in .golangci.yml.
 verify: verify-generate vet lint ## Everything CI checks besides the tests.
 
 .PHONY: build
-build: ## Build bin/lockstep.
+build: ## Build bin/lockstep and bin/kubectl-lockstep (the same binary, as a kubectl plugin).
 	go build -o $(BIN)/lockstep ./cmd/lockstep
+	ln -sf lockstep $(BIN)/kubectl-lockstep
+
+.PHONY: plugin
+plugin: build ## Install `kubectl lockstep`: bin/kubectl-lockstep (put bin/ on PATH).
 
 .PHONY: image
 image: ## Build the operator's OCI image as a tarball ($(IMAGE_TAR)), without a container engine.
@@ -166,6 +170,14 @@ bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over
 	ALIGN_SIM_MEMBERS=$${ALIGN_SIM_MEMBERS:-10000} go test -count=1 -run TestAlign_SimulationAtScale -v ./internal/fleet/align/ | grep -E 'members|ok|FAIL' 
 
 ##@ Local cluster
+
+.PHONY: demo
+demo: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) build ## Local cluster, operator and a narrated tour of rollouts with `kubectl lockstep` (DEMO_AUTO=1: unattended).
+	BIN=$(BIN) DEV=$(DEV) hack/demo.sh
+
+.PHONY: demo-down
+demo-down: $(KWOK_BINS) ## Stop the demo's operator and delete its cluster.
+	BIN=$(BIN) DEV=$(DEV) hack/demo.sh down
 
 .PHONY: dev-up
 dev-up: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Start the local Kubernetes 1.36 cluster (kwok) and write .dev/kubeconfig.

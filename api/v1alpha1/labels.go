@@ -46,6 +46,11 @@ const (
 // strategy. Replicas and update strategies are left as they are.
 const AnnotationRollbackTo = "lockstep.dev/rollback-to"
 
+// AnnotationRestartedAt on a clique's pod template (set by `kubectl lockstep
+// restart`) holds when a restart was asked for: changing it changes the
+// template, which rolls out like any other update.
+const AnnotationRestartedAt = "lockstep.dev/restartedAt"
+
 // RollbackToPrevious is the AnnotationRollbackTo value for the revision before.
 const RollbackToPrevious = "previous"
 

@@ -1,10 +1,14 @@
-// Command lockstep is Lockstep's one binary: the operator and the tools around it.
+// Command lockstep is Lockstep's one binary: the operator and the tools around
+// it. Installed as kubectl-lockstep it is also `kubectl lockstep`.
 package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockstep-dev/lockstep/internal/cli"
 )
 
 func main() {
@@ -12,12 +16,15 @@ func main() {
 		Use:           "lockstep",
 		Short:         "Run and update multi-role AI workloads (PodCliqueSets) on Kubernetes",
 		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceErrors: true,
+	}
+	if filepath.Base(os.Args[0]) == "kubectl-lockstep" {
+		root.Use = "kubectl lockstep"
 	}
 	root.AddCommand(newOperatorCommand())
 	root.AddCommand(newHubCommand())
 	root.AddCommand(newPlanCommand())
-	if err := root.Execute(); err != nil {
-		os.Exit(1)
-	}
+	root.AddGroup(cli.Group)
+	root.AddCommand(cli.Commands(os.Stdout)...)
+	os.Exit(cli.ExitCode(root.Execute(), os.Stderr))
 }

@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
+)
+
+// patch changes the PodCliqueSet with edit and writes it as a merge patch that
+// fails if someone else wrote in between.
+func (s *session) patch(ctx context.Context, name string, edit func(*v1alpha1.PodCliqueSet) error) (*v1alpha1.PodCliqueSet, error) {
+	pcs, err := s.getPCS(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	base := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := edit(pcs); err != nil {
+		return nil, err
+	}
+	if err := s.client.Patch(ctx, pcs, base); err != nil {
+		return nil, fmt.Errorf("patching PodCliqueSet %s/%s: %w", s.ns, name, err)
+	}
+	return pcs, nil
+}
+
+func newPauseCommand(s *session, pause bool) *cobra.Command {
+	use, short, done := "pause NAME", "Hold a PodCliqueSet's rollout where it is (spec.paused)", "paused"
+	if !pause {
+		use, short, done = "resume NAME", "Let a paused PodCliqueSet's rollout go on", "resumed"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := nameArg(args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+				p.Spec.Paused = pause
+				return nil
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "podcliqueset/%s %s\n", name, done)
+			return nil
+		},
+	}
+}
+
+func newPromoteCommand(s *session) *cobra.Command {
+	var partition int32
+	var full bool
+	cmd := &cobra.Command{
+		Use:   "promote NAME [--partition N | --full]",
+		Short: "Move a staged rollout on: lower the partition by one replica, to N, or to 0 (--full)",
+		Example: `  kubectl lockstep promote disagg              # one more replica
+  kubectl lockstep promote disagg --partition 2
+  kubectl lockstep promote disagg --full`,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := nameArg(args[0])
+			if err != nil {
+				return err
+			}
+			set := cmd.Flags().Changed("partition")
+			if set && full {
+				return usage("--partition and --full exclude each other")
+			}
+			if set && partition < 0 {
+				return usage("--partition must not be negative")
+			}
+			var to int32
+			pcs, err := s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+				ru := p.Spec.UpdateStrategy.RollingUpdate
+				if ru == nil {
+					ru = &v1alpha1.PodCliqueSetRollingUpdate{}
+					p.Spec.UpdateStrategy.RollingUpdate = ru
+				}
+				now := int32(0)
+				if ru.Partition != nil {
+					now = *ru.Partition
+				}
+				switch {
+				case full:
+					to = 0
+				case set:
+					to = partition
+				case now == 0:
+					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("PodCliqueSet %s has partition 0: nothing is held back", name)}
+				default:
+					to = now - 1
+				}
+				ru.Partition = &to
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "podcliqueset/%s promoted: partition %d (replicas %d and up update)\n", name, to, to)
+			if pcs.Spec.Paused {
+				fmt.Fprintf(s.out, "note: it is paused; nothing moves until `resume %s`\n", name)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int32Var(&partition, "partition", 0, "Set the partition to N: replicas with index N and up are updated.")
+	cmd.Flags().BoolVar(&full, "full", false, "Set the partition to 0: update every replica.")
+	return cmd
+}
+
+func newRestartCommand(s *session) *cobra.Command {
+	var role string
+	cmd := &cobra.Command{
+		Use:   "restart NAME [--role R]",
+		Short: "Replace every pod (or a role's) through a normal rollout, by stamping the pod templates",
+		Long: `restart sets the ` + AnnotationRestartedAt + ` annotation on the pod templates of
+every clique, or of one role (a standalone clique, or a scaling group and its
+cliques): a new revision, rolled out under the PodCliqueSet's update strategy.`,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := nameArg(args[0])
+			if err != nil {
+				return err
+			}
+			stamp := time.Now().UTC().Format(time.RFC3339)
+			var touched []string
+			if _, err := s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+				cliques, err := cliquesOfRole(&p.Spec.Template, role)
+				if err != nil {
+					return err
+				}
+				for _, c := range cliques {
+					t := &p.Spec.Template.Clique(c).Template
+					if t.Annotations == nil {
+						t.Annotations = map[string]string{}
+					}
+					t.Annotations[AnnotationRestartedAt] = stamp
+				}
+				touched = cliques
+				return nil
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "podcliqueset/%s restarting %s (follow it with `status %s`)\n", name, strings.Join(touched, ", "), name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "Restart only this role: a standalone clique or a scaling group.")
+	return cmd
+}
+
+// cliquesOfRole are the cliques a role names: all when role is empty, the
+// clique itself, or the cliques of a scaling group.
+func cliquesOfRole(t *v1alpha1.PodCliqueSetTemplateSpec, role string) ([]string, error) {
+	var all []string
+	for i := range t.Cliques {
+		all = append(all, t.Cliques[i].Name)
+	}
+	if role == "" {
+		return all, nil
+	}
+	if g := t.ScalingGroup(role); g != nil {
+		return g.CliqueNames, nil
+	}
+	if t.Clique(role) != nil {
+		if g := t.ScalingGroupOf(role); g != nil {
+			return nil, usage("clique %s is in scaling group %s: restart the group (--role %s); a group replica is replaced whole", role, g.Name, g.Name)
+		}
+		return []string{role}, nil
+	}
+	roles := all
+	for _, g := range t.PodCliqueScalingGroups {
+		roles = append(roles, g.Name)
+	}
+	return nil, usage("no role %q: roles are %s", role, strings.Join(roles, ", "))
+}
+
+func newUndoCommand(s *session) *cobra.Command {
+	var to string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "undo NAME [--to-revision N]",
+		Short: "Roll the pod templates back to the previous revision, or to revision N, and report what the operator did",
+		Long: `undo sets the ` + v1alpha1.AnnotationRollbackTo + ` annotation; the operator copies that
+revision's pod templates into the spec and rolls them out under the same
+strategy, or refuses. undo waits for its answer (the RollbackStarted,
+RollbackSkipped or RollbackFailed Event) and prints it: exit status 0 when the
+rollback started or was not needed, 1 when it failed, 3 when the operator did
+not answer within --timeout. Follow the rollback itself with status.`,
+		Example: `  kubectl lockstep undo disagg && kubectl lockstep status disagg
+  kubectl lockstep undo disagg --to-revision 1`,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := nameArg(args[0])
+			if err != nil {
+				return err
+			}
+			return s.undo(cmd.Context(), name, to, timeout)
+		},
+	}
+	cmd.Flags().StringVar(&to, "to-revision", v1alpha1.RollbackToPrevious, "The revision to go back to: a number from `history`, or \"previous\".")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "How long to wait for the operator's answer.")
+	return cmd
+}
+
+// rollbackReasons are the Events the operator answers the annotation with.
+var rollbackReasons = map[string]int{"RollbackStarted": verdict.Complete, "RollbackSkipped": verdict.Complete, "RollbackFailed": verdict.Failed}
+
+func (s *session) undo(ctx context.Context, name, to string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w, err := s.watch(ctx, name, true)
+	if err != nil {
+		return err
+	}
+	before, err := w.rollbackEvents(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.patch(ctx, name, func(p *v1alpha1.PodCliqueSet) error {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[v1alpha1.AnnotationRollbackTo] = to
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "podcliqueset/%s: asked the operator to roll back to %s\n", name, describeTarget(to))
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(s.out, "no answer from the operator within %s (is it running?); the annotation %s stays until it acts\n", timeout, v1alpha1.AnnotationRollbackTo)
+			return exitWith(verdict.TimedOut)
+		case <-w.changed:
+		}
+		now, err := w.rollbackEvents(ctx)
+		if err != nil {
+			return err
+		}
+		for key, e := range now {
+			if seriesCount(before[key]) == seriesCount(e) {
+				continue
+			}
+			fmt.Fprintf(s.out, "%s: %s\n", e.Reason, e.Note)
+			return exitWith(rollbackReasons[e.Reason])
+		}
+	}
+}
+
+func describeTarget(to string) string {
+	if to == v1alpha1.RollbackToPrevious {
+		return "the previous revision"
+	}
+	return "revision " + to
+}
+
+// rollbackEvents are the operator's rollback Events about the PodCliqueSet.
+func (w *watcher) rollbackEvents(ctx context.Context) (map[string]*eventsv1.Event, error) {
+	var events eventsv1.EventList
+	if err := w.cache.List(ctx, &events, client.InNamespace(w.ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]*eventsv1.Event{}
+	for i := range events.Items {
+		e := &events.Items[i]
+		if _, ok := rollbackReasons[e.Reason]; ok && e.Regarding.Name == w.name && e.Regarding.Kind == "PodCliqueSet" {
+			out[e.Name] = e
+		}
+	}
+	return out, nil
+}
+
+// seriesCount tells a repeated Event from the first: the events API counts
+// repeats in series.count.
+func seriesCount(e *eventsv1.Event) int32 {
+	if e == nil {
+		return 0
+	}
+	if e.Series != nil {
+		return e.Series.Count
+	}
+	return 1
+}
+
+func imagesOf(containers []corev1.Container) string {
+	var out []string
+	for _, c := range containers {
+		out = append(out, c.Image)
+	}
+	return strings.Join(out, ",")
+}
