@@ -134,7 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.deleteMemberObjects(ctx, &fw)
 	}
 	if controllerutil.AddFinalizer(&fw, Finalizer) {
-		return requeue.OnConflict(ctrl.Result{}, r.Client.Update(ctx, &fw))
+		if err := r.Client.Update(ctx, &fw); err != nil {
+			return requeue.OnConflict(ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err))
+		}
 	}
 	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
 	if err != nil {
