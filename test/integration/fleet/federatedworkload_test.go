@@ -292,6 +292,33 @@ func (f *fedFleet) settle() {
 	}
 }
 
+// ack plays the members' Deployment controllers observing their spec without
+// moving any pod: what a paused Deployment, or one with nothing to replace,
+// does.
+func (f *fedFleet) ack() {
+	f.t.Helper()
+	for _, c := range f.clusters {
+		d := readDep(f.deployment(c))
+		if !d.exists || d.observed >= d.generation {
+			continue
+		}
+		updated := d.stUpdated
+		if f.statusImage[c] != d.image {
+			updated = 0 // a new template: none of the pods runs it yet
+		}
+		f.setStatus(c, d.stReplicas, updated, d.stAvl)
+	}
+}
+
+// ackUntil acks the members' specs until the workload satisfies cond.
+func (f *fedFleet) ackUntil(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
+	f.t.Helper()
+	return f.waitForCondition(what, func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		f.ack()
+		return cond(fw)
+	})
+}
+
 func (f *fedFleet) waitForCondition(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
 	f.t.Helper()
 	var fw *fleetv1alpha1.FederatedWorkload
@@ -346,7 +373,7 @@ func TestFederatedWorkload_PropagatesSharesAndReassertsThem(t *testing.T) {
 		}
 	}
 	f.settle()
-	fw := f.waitForCondition("the workload settled", complete)
+	fw := f.ackUntil("the workload settled", complete)
 	if fw.Status.AvailableReplicas != 10 || len(fw.Status.Clusters) != 2 || fw.Status.Clusters[0].DesiredReplicas != 4 {
 		t.Errorf("status %+v", fw.Status)
 	}
@@ -417,11 +444,7 @@ func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds 
 				f.setStatus(c, d.replicas, d.stUpdated, d.replicas)
 				inFlight[c], moved = false, true
 			case d.observed < d.generation:
-				updated := d.stUpdated
-				if f.statusImage[c] != d.image {
-					updated = 0 // a new template: none of the pods runs it yet
-				}
-				f.setStatus(c, d.stReplicas, updated, d.stAvl)
+				f.ack()
 				moved = true
 			case d.image == image && !d.paused && d.stUpdated < d.replicas:
 				k := min(d.replicas-d.stUpdated, d.mu+d.ms)
@@ -458,7 +481,7 @@ func TestFederatedWorkload_DeploymentRolloutKeepsTheGlobalBudget(t *testing.T) {
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
 	f.settle()
-	f.waitForCondition("the workload settled", complete)
+	f.ackUntil("the workload settled", complete)
 
 	f.setImage("web:2")
 	a, b := f.clusters[0], f.clusters[1]
@@ -489,11 +512,12 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
 	f.settle()
-	f.waitForCondition("the workload settled", complete)
+	f.ackUntil("the workload settled", complete)
 
 	a, b := f.clusters[0], f.clusters[1]
 	f.setImage("web:2")
 	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
+		f.ack()
 		d := readDep(f.deployment(a))
 		return d.image == "web:2" && !d.paused && d.mu == 2, d.String()
 	})
@@ -535,7 +559,7 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
 	f.settle()
-	f.waitForCondition("the workload settled", complete)
+	f.ackUntil("the workload settled", complete)
 	f.setImage("web:2")
 	restarted := false
 	f.rollout("web:2", 2, 1, func(_ int, ds []dep) {
@@ -572,7 +596,7 @@ func TestFederatedWorkload_ReshardKeepsMemberObjects(t *testing.T) {
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
 	f.settle()
-	f.waitForCondition("the workload settled", complete)
+	f.ackUntil("the workload settled", complete)
 	uids := map[string]types.UID{}
 	for _, c := range f.clusters {
 		uids[c] = f.deployment(c).GetUID()
@@ -608,7 +632,7 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
 	f.settle()
-	f.waitForCondition("the workload settled", complete)
+	f.ackUntil("the workload settled", complete)
 	a, b := f.clusters[0], f.clusters[1]
 	f.writeDecision(1, b)
 	eventually(t, fwStepTimeout, b+" grown to 6", func() (bool, string) {
@@ -627,7 +651,7 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	eventually(t, fwStepTimeout, a+"'s member object deleted", func() (bool, string) {
 		return f.deployment(a) == nil, readDep(f.deployment(a)).String()
 	})
-	fw := f.waitForCondition("the workload settled on one cluster", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+	fw := f.ackUntil("the workload settled on one cluster", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		return complete(fw) && len(fw.Status.Clusters) == 1
 	})
 	if fw.Status.Clusters[0].Name != b {
