@@ -29,8 +29,8 @@ const (
 
 // Kinds are the supported kinds by apiVersion and kind.
 var kinds = map[[2]string]Kind{
-	{"apps/v1", "Deployment"}:                Deployment,
-	{"apps/v1", "StatefulSet"}:               StatefulSet,
+	{"apps/v1", "Deployment"}:                 Deployment,
+	{"apps/v1", "StatefulSet"}:                StatefulSet,
 	{"lockstep.dev/v1alpha1", "PodCliqueSet"}: PodCliqueSet,
 }
 

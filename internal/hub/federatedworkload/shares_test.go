@@ -45,7 +45,9 @@ func TestWeights_FirstMatchingEntryWins(t *testing.T) {
 		"eu-2": {"region": "eu"},
 		"us-1": {"region": "us"},
 	}
-	sel := func(k, v string) metav1.LabelSelector { return metav1.LabelSelector{MatchLabels: map[string]string{k: v}} }
+	sel := func(k, v string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+	}
 	clusters := []string{"eu-1", "eu-2", "us-1"}
 	got, err := Weights([]fleetv1alpha1.ClusterWeight{
 		{ClusterSelector: sel("tier", "gold"), Weight: 5},

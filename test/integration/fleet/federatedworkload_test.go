@@ -350,7 +350,9 @@ func complete(fw *fleetv1alpha1.FederatedWorkload) bool {
 // apply as lockstep-fleet, and the hub takes back a share someone edits.
 func TestFederatedWorkload_PropagatesSharesAndReassertsThem(t *testing.T) {
 	f := newFedFleet(t, "fw-prop", false)
-	sel := func(w string) metav1.LabelSelector { return metav1.LabelSelector{MatchLabels: map[string]string{"weight": w}} }
+	sel := func(w string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{"weight": w}}
+	}
 	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), []fleetv1alpha1.ClusterWeight{
 		{ClusterSelector: sel("2"), Weight: 2}, {ClusterSelector: sel("3"), Weight: 3},
 	})
