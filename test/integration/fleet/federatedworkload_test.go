@@ -660,3 +660,177 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 		t.Errorf("clusters %+v", fw.Status.Clusters)
 	}
 }
+
+func statefulSetTemplate(image string) runtime.RawExtension {
+	tmpl := map[string]any{
+		"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"spec": map[string]any{
+			"serviceName": fwName,
+			"selector":    map[string]any{"matchLabels": map[string]any{"app": fwName}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": fwName}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "db", "image": image}}},
+			},
+		},
+	}
+	raw, _ := json.Marshal(tmpl)
+	return runtime.RawExtension{Raw: raw}
+}
+
+// sts is what the test reads of a member StatefulSet.
+type sts struct {
+	exists                             bool
+	generation, observed               int64
+	replicas, partition                int64
+	image                              string
+	stReplicas, stUpdated, stAvailable int64
+}
+
+func (f *fedFleet) statefulSet(c string) (*unstructured.Unstructured, sts) {
+	f.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("StatefulSet")
+	err := f.envs[c].Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: fwName}, u)
+	if apierrors.IsNotFound(err) {
+		return nil, sts{}
+	}
+	if err != nil {
+		f.t.Fatalf("reading the StatefulSet in %s: %v", c, err)
+	}
+	i := func(path ...string) int64 { v, _, _ := unstructured.NestedInt64(u.Object, path...); return v }
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	image, _ := cs[0].(map[string]any)["image"].(string)
+	return u, sts{
+		exists: true, generation: u.GetGeneration(), observed: i("status", "observedGeneration"),
+		replicas: i("spec", "replicas"), partition: i("spec", "updateStrategy", "rollingUpdate", "partition"), image: image,
+		stReplicas: i("status", "replicas"), stUpdated: i("status", "updatedReplicas"), stAvailable: i("status", "availableReplicas"),
+	}
+}
+
+// setStatefulSetStatus writes a member StatefulSet's status, observing its
+// current generation.
+func (f *fedFleet) setStatefulSetStatus(c string, replicas, updated, available int64) {
+	f.t.Helper()
+	u, s := f.statefulSet(c)
+	u.Object["status"] = map[string]any{
+		"observedGeneration": u.GetGeneration(), "replicas": replicas, "updatedReplicas": updated,
+		"availableReplicas": available, "readyReplicas": available, "currentReplicas": replicas - updated,
+	}
+	if err := f.envs[c].Client.Status().Update(context.Background(), u); err != nil {
+		f.t.Fatalf("writing the StatefulSet status in %s: %v", c, err)
+	}
+	f.statusImage[c] = s.image
+}
+
+// Story 2 with StatefulSets (6 pods split 3/3, partition 2, maxUnavailable 1):
+// the hub lowers one member's partition a unit at a time, the other waits, a
+// partition never rises, and exactly 4 pods end on the new revision.
+func TestFederatedWorkload_StatefulSetPartitionIsExactAndNeverRises(t *testing.T) {
+	f := newFedFleet(t, "fw-sts", false)
+	t.Cleanup(func() {
+		for _, env := range f.envs {
+			_ = env.Client.DeleteAllOf(context.Background(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet"}}, client.InNamespace(f.ns))
+		}
+	})
+	mu, ms := intstr.FromInt32(1), intstr.FromInt32(0)
+	fw := &fleetv1alpha1.FederatedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwName},
+		Spec: fleetv1alpha1.FederatedWorkloadSpec{
+			PlacementRef: fleetv1alpha1.PlacementReference{Name: fwPlacement}, Replicas: 6,
+			Template:        statefulSetTemplate("db:1"),
+			RolloutStrategy: fleetv1alpha1.FederatedRolloutStrategy{MaxUnavailable: &mu, MaxSurge: &ms},
+		},
+	}
+	if err := hubEnv.Client.Create(context.Background(), fw); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = hubEnv.Client.Delete(context.Background(), fw)
+		if err := hubEnv.Client.Get(context.Background(), client.ObjectKeyFromObject(fw), fw); err == nil {
+			fw.Finalizers = nil
+			_ = hubEnv.Client.Update(context.Background(), fw)
+		}
+	})
+	for _, c := range f.clusters {
+		eventually(t, fwStepTimeout, "a StatefulSet of 3 in "+c, func() (bool, string) {
+			_, s := f.statefulSet(c)
+			return s.exists && s.replicas == 3 && s.partition == 0, fmt.Sprintf("%+v", s)
+		})
+		f.setStatefulSetStatus(c, 3, 3, 3)
+	}
+	f.waitForCondition("the workload settled", complete)
+
+	fw = f.workload()
+	fw.Spec.Template = statefulSetTemplate("db:2")
+	fw.Spec.RolloutStrategy.Partition = 2
+	if err := hubEnv.Client.Update(context.Background(), fw); err != nil {
+		t.Fatal(err)
+	}
+	lowest := map[string]int64{}
+	deadline := time.Now().Add(90 * time.Second)
+	for step := 0; ; step++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rollout did not complete in 90s")
+		}
+		now := f.workload()
+		if complete(now) && now.Status.ObservedGeneration == now.Generation && now.Status.UpdatedReplicas == 4 {
+			break
+		}
+		var inFlight int64
+		var all []sts
+		for _, c := range f.clusters {
+			_, s := f.statefulSet(c)
+			all = append(all, s)
+			if s.image != "db:2" {
+				continue
+			}
+			if p, seen := lowest[c]; seen && s.partition > p {
+				t.Fatalf("step %d: the partition of %s rose from %d to %d", step, c, p, s.partition)
+			}
+			lowest[c] = s.partition
+			inFlight += max(0, s.replicas-s.partition-s.stUpdated) // allowed to update, not yet updated and available
+		}
+		if inFlight > 1 {
+			t.Fatalf("step %d: %d units may be down at once, maxUnavailable 1: %+v", step, inFlight, all)
+		}
+		moved := false
+		for i, c := range f.clusters {
+			s := all[i]
+			switch {
+			case s.observed < s.generation:
+				updated := s.stUpdated
+				if f.statusImage[c] != s.image {
+					updated = 0
+				}
+				f.setStatefulSetStatus(c, s.stReplicas, updated, s.stAvailable)
+				moved = true
+			case s.image == "db:2" && s.stUpdated < s.replicas-s.partition:
+				// the StatefulSet controller replaces the next ordinal; it comes back ready
+				f.setStatefulSetStatus(c, s.replicas, s.stUpdated+1, s.replicas)
+				moved = true
+			}
+		}
+		if !moved {
+			before := fmt.Sprint(now.Status.Clusters)
+			eventually(t, fwStepTimeout, "the hub's next round", func() (bool, string) {
+				later := f.workload()
+				changed := fmt.Sprint(later.Status.Clusters) != before || complete(later) != complete(now)
+				for i, c := range f.clusters {
+					if _, s := f.statefulSet(c); s.generation != all[i].generation {
+						changed = true
+					}
+				}
+				return changed, fmt.Sprintf("%v %s", later.Status.Clusters, progressing(later).Message)
+			})
+		}
+	}
+	var updated int64
+	for _, c := range f.clusters {
+		_, s := f.statefulSet(c)
+		updated += s.replicas - s.partition
+	}
+	if updated != 4 {
+		t.Errorf("%d units allowed on the new revision at the end, want exactly 6 − partition 2 = 4", updated)
+	}
+}
