@@ -431,6 +431,7 @@ func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds 
 		for _, c := range f.clusters {
 			ds = append(ds, readDep(f.deployment(c)))
 		}
+		f.t.Logf("step %d: %s: %v | %s: %v | %s", step, f.clusters[0], ds[0], f.clusters[1], ds[1], progressing(fw).Message)
 		if u, s := budget(ds); u > mu || s > ms {
 			f.t.Fatalf("step %d: the fleet may have %d unavailable and %d surge, limits %d and %d: %v", step, u, s, mu, ms, ds)
 		}
