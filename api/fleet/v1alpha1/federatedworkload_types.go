@@ -248,6 +248,7 @@ const (
 	ReasonRolloutResumed     = "RolloutNotPaused"
 	ReasonPlacementNotFound  = "PlacementNotFound"
 	ReasonInvalidTemplate    = "InvalidTemplate"
+	ReasonInvalidDivision    = "InvalidDivision"
 	ReasonTooManyClusters    = "TooManyClusters"
 	ReasonAlignFailed        = "AlignFailed"
 	ReasonNoClustersSelected = "NoClustersPlaced"

@@ -233,7 +233,7 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	}
 	weights, err := Weights(fw.Spec.Division.Weights, clusterLabels, placed)
 	if err != nil {
-		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidTemplate}, nil
+		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
 	}
 	shares := Shares(fw.Spec.Replicas, placed, weights)
 
