@@ -218,6 +218,11 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	if placed == nil {
 		return &round{stuck: fmt.Sprintf("Placement %s not found", fw.Spec.PlacementRef.Name), stuckReason: fleetv1alpha1.ReasonPlacementNotFound}, nil
 	}
+	if len(placed) == 0 {
+		// An empty union is more often a placement being recreated than a wish to
+		// remove the workload everywhere: keep what runs.
+		return &round{stuck: "the placement holds no cluster; member objects are kept as they are until it places some", stuckReason: fleetv1alpha1.ReasonNoClustersSelected}, nil
+	}
 	if len(placed) > fleetv1alpha1.MaxFederatedClusters {
 		return &round{stuck: fmt.Sprintf("the placement holds %d clusters; at most %d are supported", len(placed), fleetv1alpha1.MaxFederatedClusters), stuckReason: fleetv1alpha1.ReasonTooManyClusters}, nil
 	}
