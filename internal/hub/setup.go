@@ -1,5 +1,6 @@
 // Package hub runs the fleet controllers of a hub cluster: MemberCluster
-// probing (with the registry of member connections) and Placement decisions.
+// probing (with the registry of member connections), Placement decisions, and
+// FederatedWorkloads rolled out across the members.
 package hub
 
 import (
@@ -8,6 +9,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 	"github.com/lockstep-dev/lockstep/internal/hub/placement"
@@ -27,6 +29,10 @@ type Options struct {
 	// ProbeTimeout bounds each request of a probe
 	// (membercluster.DefaultProbeTimeout).
 	ProbeTimeout time.Duration
+	// RolloutPoll is how often a FederatedWorkload's members are read while it
+	// moves (federatedworkload.DefaultRolloutPoll); Resync how often once it is
+	// settled (federatedworkload.DefaultResync).
+	RolloutPoll, Resync time.Duration
 }
 
 // Setup registers the hub's controllers with the manager. Members is the
@@ -48,6 +54,15 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 		Recorder:  mgr.GetEventRecorder("lockstep-hub-placement"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Placement controller: %w", err)
+	}
+	if err := (&federatedworkload.Reconciler{
+		Client:      mgr.GetClient(),
+		Members:     reg,
+		Recorder:    mgr.GetEventRecorder("lockstep-hub-federatedworkload"),
+		RolloutPoll: o.RolloutPoll,
+		Resync:      o.Resync,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the FederatedWorkload controller: %w", err)
 	}
 	return nil
 }

@@ -83,6 +83,12 @@ func GroupHash(t *v1alpha1.PodCliqueSetTemplateSpec, g *v1alpha1.PodCliqueScalin
 	return hash(members)
 }
 
+// Of is the revision hash of any value, taken over its JSON form; the fleet
+// hashes a member template's pod template with it.
+func Of(v any) (string, error) {
+	return hash(v)
+}
+
 // hash is a short, label-safe digest of v's JSON form.
 func hash(v any) (string, error) {
 	data, err := json.Marshal(v)

@@ -84,6 +84,28 @@ func TestCRDs_ApplyTheDocumentedDefaults(t *testing.T) {
 	if got := ds.UpdateStrategy.Type; got != fleetv1alpha1.RollingUpdateDecisionUpdate {
 		t.Errorf("updateStrategy.type = %q, want RollingUpdate", got)
 	}
+
+	fw := obj("FederatedWorkload", "default", "fw", map[string]any{"spec": map[string]any{
+		"placementRef": map[string]any{"name": "p"}, "replicas": int64(4),
+		"template": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"x-unknown": "kept"}},
+	}})
+	if err := k8s.Create(ctx, fw); err != nil {
+		t.Fatalf("creating FederatedWorkload: %v", err)
+	}
+	var typed fleetv1alpha1.FederatedWorkload
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fw), &typed); err != nil {
+		t.Fatal(err)
+	}
+	rs := typed.Spec.RolloutStrategy
+	if rs.MaxUnavailable == nil || rs.MaxUnavailable.String() != "1" || rs.MaxSurge == nil || rs.MaxSurge.String() != "0" {
+		t.Errorf("rolloutStrategy = %+v, want maxUnavailable 1, maxSurge 0", rs)
+	}
+	if got := typed.Spec.MemberLostTimeoutSeconds; got == nil || *got != fleetv1alpha1.DefaultMemberLostTimeoutSeconds {
+		t.Errorf("memberLostTimeoutSeconds = %v, want %d", got, fleetv1alpha1.DefaultMemberLostTimeoutSeconds)
+	}
+	if !strings.Contains(string(typed.Spec.Template.Raw), `"x-unknown":"kept"`) {
+		t.Errorf("the template lost its fields: %s", typed.Spec.Template.Raw)
+	}
 }
 
 // obj builds an unstructured object, so that tests can send what the Go types
@@ -127,6 +149,12 @@ func TestCRDs_RejectInvalidObjectsNamingTheField(t *testing.T) {
 		{"secret ref without name", obj("MemberCluster", "", "no-name", map[string]any{"spec": map[string]any{
 			"kubeconfigSecretRef": map[string]any{"namespace": "lockstep-fleet"},
 		}}), "kubeconfigSecretRef.name"},
+		{"template without kind", obj("FederatedWorkload", "default", "no-kind", map[string]any{"spec": map[string]any{
+			"placementRef": map[string]any{"name": "p"}, "replicas": int64(1), "template": map[string]any{"apiVersion": "apps/v1", "spec": map[string]any{}},
+		}}), "template.kind"},
+		{"negative replicas", obj("FederatedWorkload", "default", "neg", map[string]any{"spec": map[string]any{
+			"placementRef": map[string]any{"name": "p"}, "replicas": int64(-1), "template": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"},
+		}}), "spec.replicas"},
 		{"secret ref without namespace", obj("MemberCluster", "", "no-ns", map[string]any{"spec": map[string]any{
 			"kubeconfigSecretRef": map[string]any{"name": "m1"},
 		}}), "kubeconfigSecretRef.namespace"},

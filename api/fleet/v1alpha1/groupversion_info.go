@@ -1,7 +1,8 @@
 // Package v1alpha1 is the fleet.lockstep.dev/v1alpha1 API, served only by a hub
 // cluster: MemberCluster registers a cluster the hub can reach, Placement chooses
-// member clusters by label, and PlacementDecision publishes that choice in slices
-// of at most 100 clusters.
+// member clusters by label, PlacementDecision publishes that choice in slices
+// of at most 100 clusters, and FederatedWorkload splits a workload over those
+// clusters and rolls it out under one global budget.
 //
 // +kubebuilder:object:generate=true
 // +groupName=fleet.lockstep.dev
@@ -29,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&MemberCluster{}, &MemberClusterList{},
 		&Placement{}, &PlacementList{},
 		&PlacementDecision{}, &PlacementDecisionList{},
+		&FederatedWorkload{}, &FederatedWorkloadList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -15,12 +15,15 @@ import (
 // Paths the hub's webhooks are served on; config/fleet/webhook and the dev-mode
 // registration use them.
 const (
-	ValidateMemberClusterPath = "/validate-fleet-lockstep-dev-v1alpha1-membercluster"
-	ValidatePlacementPath     = "/validate-fleet-lockstep-dev-v1alpha1-placement"
+	ValidateMemberClusterPath     = "/validate-fleet-lockstep-dev-v1alpha1-membercluster"
+	ValidatePlacementPath         = "/validate-fleet-lockstep-dev-v1alpha1-placement"
+	ValidateFederatedWorkloadPath = "/validate-fleet-lockstep-dev-v1alpha1-federatedworkload"
 )
 
 // +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-membercluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=memberclusters,verbs=create;update,versions=v1alpha1,name=vmembercluster.fleet.lockstep.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-placement,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=placements,verbs=create;update,versions=v1alpha1,name=vplacement.fleet.lockstep.dev,admissionReviewVersions=v1
+
+// +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-federatedworkload,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=federatedworkloads,verbs=create;update,versions=v1alpha1,name=vfederatedworkload.fleet.lockstep.dev,admissionReviewVersions=v1
 
 // Setup registers the fleet's validating webhooks with the manager's webhook
 // server.
@@ -35,7 +38,32 @@ func Setup(mgr ctrl.Manager) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering Placement webhook: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.FederatedWorkload{}).
+		WithValidator(FederatedWorkloadValidator{}).
+		Complete(); err != nil {
+		return fmt.Errorf("registering FederatedWorkload webhook: %w", err)
+	}
 	return nil
+}
+
+// FederatedWorkloadValidator rejects FederatedWorkloads the hub could not
+// steer: unsupported kinds, templates that set the hub's rollout fields, and
+// budgets that cannot move.
+type FederatedWorkloadValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (FederatedWorkloadValidator) ValidateCreate(_ context.Context, fw *fleetv1alpha1.FederatedWorkload) (admission.Warnings, error) {
+	return nil, invalid("FederatedWorkload", fw.Name, ValidateFederatedWorkload(fw))
+}
+
+// ValidateUpdate implements admission.Validator.
+func (FederatedWorkloadValidator) ValidateUpdate(_ context.Context, old, fw *fleetv1alpha1.FederatedWorkload) (admission.Warnings, error) {
+	return nil, invalid("FederatedWorkload", fw.Name, ValidateFederatedWorkloadUpdate(old, fw))
+}
+
+// ValidateDelete implements admission.Validator; deletes are always allowed.
+func (FederatedWorkloadValidator) ValidateDelete(context.Context, *fleetv1alpha1.FederatedWorkload) (admission.Warnings, error) {
+	return nil, nil
 }
 
 // MemberClusterValidator rejects MemberClusters whose Secret reference is unusable.

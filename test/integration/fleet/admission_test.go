@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
@@ -51,6 +52,16 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 			}},
 		},
 		field: "spec.kubeconfigSecretRef.namespace",
+	}, {
+		name: "a Deployment template with its own rollout limits",
+		obj: &fleetv1alpha1.FederatedWorkload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-limits"},
+			Spec: fleetv1alpha1.FederatedWorkloadSpec{
+				PlacementRef: fleetv1alpha1.PlacementReference{Name: "p"}, Replicas: 4,
+				Template: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"strategy":{"rollingUpdate":{"maxSurge":2}},"template":{}}}`)},
+			},
+		},
+		field: "spec.template.spec.strategy.rollingUpdate.maxSurge",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +70,8 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 			case *fleetv1alpha1.Placement:
 				err = hubEnv.Client.Create(context.Background(), o)
 			case *fleetv1alpha1.MemberCluster:
+				err = hubEnv.Client.Create(context.Background(), o)
+			case *fleetv1alpha1.FederatedWorkload:
 				err = hubEnv.Client.Create(context.Background(), o)
 			}
 			if err == nil {

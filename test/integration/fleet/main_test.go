@@ -1,5 +1,5 @@
 // Package fleet tests the hub against real apiservers: a hub with the fleet
-// CRDs and webhooks, and a member cluster the hub probes.
+// CRDs and webhooks, and two member clusters the hub probes and writes to.
 package fleet
 
 import (
@@ -18,7 +18,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
-var hubEnv, memberEnv *testenv.Cluster
+// memberEnv is the member most tests use; member2Env a second one for the
+// FederatedWorkload tests, which split workloads over two members.
+var hubEnv, memberEnv, member2Env *testenv.Cluster
 
 func TestMain(m *testing.M) {
 	level := zapcore.ErrorLevel
@@ -41,6 +43,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop("member", memberEnv)
+	if member2Env, err = testenv.StartMember(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop("second member", member2Env)
 	return m.Run()
 }
 

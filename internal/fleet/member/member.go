@@ -1,0 +1,300 @@
+// Package member maps between a FederatedWorkload and the objects the hub
+// writes in member clusters: which kinds a template may be, which of its fields
+// the hub owns, how a grant of the fleet planner (internal/fleet/align) becomes
+// those fields, and how a member object's spec and status read back as the
+// planner's input. It is pure: objects in, objects out.
+package member
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+)
+
+// Kind is a kind a member object may be.
+type Kind string
+
+const (
+	Deployment   Kind = "Deployment"
+	StatefulSet  Kind = "StatefulSet"
+	PodCliqueSet Kind = "PodCliqueSet"
+)
+
+// Kinds are the supported kinds by apiVersion and kind.
+var kinds = map[[2]string]Kind{
+	{"apps/v1", "Deployment"}:                 Deployment,
+	{"apps/v1", "StatefulSet"}:                StatefulSet,
+	{"lockstep.dev/v1alpha1", "PodCliqueSet"}: PodCliqueSet,
+}
+
+// KindOf is the member kind of apiVersion and kind, false when unsupported.
+func KindOf(apiVersion, kind string) (Kind, bool) {
+	k, ok := kinds[[2]string{apiVersion, kind}]
+	return k, ok
+}
+
+// Align is how the planner steers members of this kind.
+func (k Kind) Align() align.Kind {
+	if k == Deployment {
+		return align.Deployment
+	}
+	return align.Partitioned
+}
+
+// Unit names what one replica of the kind is, for messages.
+func (k Kind) Unit() string {
+	if k == PodCliqueSet {
+		return "replica"
+	}
+	return "pod"
+}
+
+// Template is a parsed FederatedWorkload template.
+type Template struct {
+	Kind Kind
+	// Object is the template as written by the user.
+	Object *unstructured.Unstructured
+	// Revision is the hash of its pod template (spec.template): what member
+	// objects carry in the template-revision annotation.
+	Revision string
+}
+
+// ParseTemplate reads a template's JSON (or YAML-converted JSON) form.
+func ParseTemplate(raw []byte) (*Template, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("the template is empty")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("the template is not a JSON object: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	k, ok := KindOf(u.GetAPIVersion(), u.GetKind())
+	if !ok {
+		return nil, fmt.Errorf("unsupported kind %s %s: must be apps/v1 Deployment, apps/v1 StatefulSet or lockstep.dev/v1alpha1 PodCliqueSet", u.GetAPIVersion(), u.GetKind())
+	}
+	podTemplate, _, err := unstructured.NestedFieldNoCopy(m, "spec", "template")
+	if err != nil {
+		return nil, fmt.Errorf("reading spec.template: %w", err)
+	}
+	rev, err := revision.Of(podTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("hashing spec.template: %w", err)
+	}
+	return &Template{Kind: k, Object: u, Revision: rev}, nil
+}
+
+// OwnedRolloutFields are the paths (from the object's root) of the rollout
+// fields the hub writes to members of kind k; a template must leave them out.
+func OwnedRolloutFields(k Kind) [][]string {
+	switch k {
+	case Deployment:
+		return [][]string{
+			{"spec", "paused"},
+			{"spec", "strategy", "rollingUpdate", "maxUnavailable"},
+			{"spec", "strategy", "rollingUpdate", "maxSurge"},
+		}
+	case StatefulSet:
+		return [][]string{{"spec", "updateStrategy", "rollingUpdate", "partition"}}
+	case PodCliqueSet:
+		return [][]string{{"spec", "paused"}, {"spec", "updateStrategy", "rollingUpdate", "partition"}}
+	}
+	return nil
+}
+
+// Object is what the hub writes for one member.
+type Object struct {
+	Template *Template
+	// Namespace and Name are the FederatedWorkload's.
+	Namespace, Name string
+	Replicas        int32
+	Grant           align.Grant
+	// Held is the member object as it stands, nil when it does not exist yet.
+	// A Deployment member that is not started keeps the pod template (and
+	// template revision) it holds.
+	Held *unstructured.Unstructured
+}
+
+// Build is the object to apply: the template with the hub's identity, share
+// and grant.
+func Build(o Object) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": o.Template.Object.GetAPIVersion(),
+		"kind":       o.Template.Object.GetKind(),
+	}}
+	spec, _, err := unstructured.NestedMap(o.Template.Object.Object, "spec")
+	if err != nil {
+		return nil, fmt.Errorf("reading the template's spec: %w", err)
+	}
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	u.Object["spec"] = spec
+	u.SetNamespace(o.Namespace)
+	u.SetName(o.Name)
+	lbls := maps.Clone(o.Template.Object.GetLabels())
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[fleetv1alpha1.LabelFederatedWorkload] = o.Namespace + "." + o.Name
+	u.SetLabels(lbls)
+	ann := maps.Clone(o.Template.Object.GetAnnotations())
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[fleetv1alpha1.AnnotationTemplateRevision] = o.Template.Revision
+	if o.Template.Kind == Deployment && !o.Grant.Started && o.Held != nil {
+		held, found, err := unstructured.NestedFieldCopy(o.Held.Object, "spec", "template")
+		if err != nil {
+			return nil, fmt.Errorf("reading the held pod template: %w", err)
+		}
+		if found {
+			spec["template"] = held
+			ann[fleetv1alpha1.AnnotationTemplateRevision] = o.Held.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision]
+		}
+	}
+	u.SetAnnotations(ann)
+	spec["replicas"] = int64(o.Replicas)
+	for _, f := range RolloutFields(o.Template.Kind, o.Grant) {
+		if err := unstructured.SetNestedField(u.Object, f.Value, f.Path...); err != nil {
+			return nil, fmt.Errorf("setting %v: %w", f.Path, err)
+		}
+	}
+	return u, nil
+}
+
+// Field is one field a grant sets: its path from the object's root and value.
+type Field struct {
+	Path  []string
+	Value any
+}
+
+// RolloutFields are the rollout fields a grant sets on a member of kind k. A
+// Deployment that is not started, or has neither unavailability nor surge to
+// spend, is paused; it cannot have both limits at 0, so it then gets
+// maxUnavailable 1, which a paused Deployment never uses.
+func RolloutFields(k Kind, g align.Grant) []Field {
+	f := func(v any, path ...string) Field { return Field{Path: path, Value: v} }
+	switch k {
+	case Deployment:
+		paused := !g.Started || g.Paused || (g.MaxUnavailable == 0 && g.MaxSurge == 0)
+		mu, ms := int64(g.MaxUnavailable), int64(g.MaxSurge)
+		switch {
+		case !g.Started:
+			mu, ms = 1, 0
+		case mu == 0 && ms == 0:
+			mu = 1
+		}
+		return []Field{
+			f(paused, "spec", "paused"),
+			f("RollingUpdate", "spec", "strategy", "type"),
+			f(mu, "spec", "strategy", "rollingUpdate", "maxUnavailable"),
+			f(ms, "spec", "strategy", "rollingUpdate", "maxSurge"),
+		}
+	case StatefulSet:
+		return []Field{
+			f("RollingUpdate", "spec", "updateStrategy", "type"),
+			f(int64(g.Partition), "spec", "updateStrategy", "rollingUpdate", "partition"),
+		}
+	case PodCliqueSet:
+		return []Field{
+			f(g.Paused, "spec", "paused"),
+			f(int64(g.Partition), "spec", "updateStrategy", "rollingUpdate", "partition"),
+		}
+	}
+	return nil
+}
+
+// HeldGrant reads back the grant a member object carries, for a template of
+// revision rev; nil for a partitioned member still on another revision (the
+// planner then starts it with every unit held).
+func HeldGrant(k Kind, obj *unstructured.Unstructured, rev string) *align.Grant {
+	started := obj.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] == rev
+	switch k {
+	case Deployment:
+		if !started {
+			return &align.Grant{}
+		}
+		replicas := intField(obj, "spec", "replicas")
+		paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
+		return &align.Grant{
+			Started:        true,
+			Paused:         paused,
+			MaxUnavailable: limit(obj, replicas, false, "spec", "strategy", "rollingUpdate", "maxUnavailable"),
+			MaxSurge:       limit(obj, replicas, true, "spec", "strategy", "rollingUpdate", "maxSurge"),
+		}
+	default:
+		if !started {
+			return nil
+		}
+		paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
+		return &align.Grant{Started: true, Partition: intField(obj, "spec", "updateStrategy", "rollingUpdate", "partition"), Paused: paused}
+	}
+}
+
+// ObservedStatus is what a member object's status says, for revision rev.
+type ObservedStatus struct {
+	align.Status
+	// Stale: the status does not describe the object's current spec yet.
+	Stale bool
+}
+
+// StatusOf reads a member object's status. Units count as updated only when
+// the object holds revision rev; updated units count as available when the
+// available units outnumber the old ones (the old ones are taken to be
+// available, the safe side for the budget).
+func StatusOf(obj *unstructured.Unstructured, rev string) ObservedStatus {
+	var s ObservedStatus
+	s.Replicas = intField(obj, "status", "replicas")
+	s.Terminating = intField(obj, "status", "terminatingReplicas")
+	s.Available = intField(obj, "status", "availableReplicas")
+	if obj.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] == rev {
+		s.Updated = intField(obj, "status", "updatedReplicas")
+	}
+	s.UpdatedAvailable = min(s.Updated, max(0, s.Available-(s.Replicas-s.Updated)))
+	og, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	s.Stale = og < obj.GetGeneration()
+	return s
+}
+
+func intField(obj *unstructured.Unstructured, path ...string) int32 {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	switch n := v.(type) {
+	case int64:
+		return int32(n)
+	case float64:
+		return int32(n)
+	}
+	return 0
+}
+
+// limit reads an int-or-percent limit the way a Deployment resolves it.
+func limit(obj *unstructured.Unstructured, replicas int32, roundUp bool, path ...string) int32 {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	if !found {
+		return 0
+	}
+	var ios intstr.IntOrString
+	switch x := v.(type) {
+	case int64:
+		ios = intstr.FromInt32(int32(x))
+	case float64:
+		ios = intstr.FromInt32(int32(x))
+	case string:
+		ios = intstr.FromString(x)
+	default:
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&ios, int(replicas), roundUp)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
+}

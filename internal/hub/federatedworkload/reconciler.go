@@ -1,0 +1,599 @@
+// Package federatedworkload splits each FederatedWorkload over the clusters of
+// its Placement and rolls it out under one global budget. Every round it reads
+// the placement (the union of its PlacementDecisions), the MemberClusters and
+// each member object, asks the fleet planner (internal/fleet/align) for the
+// grants, and writes each member object by server-side apply. Everything a
+// round needs is read from objects: the grant a member holds is read back from
+// its own spec, so a restarted hub resumes where the last one stopped.
+package federatedworkload
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/hub/members"
+)
+
+// FieldManager is the server-side apply field manager of every member object
+// the hub writes.
+const FieldManager = "lockstep-fleet"
+
+// Finalizer holds a FederatedWorkload until its member objects are deleted.
+const Finalizer = "fleet.lockstep.dev/member-objects"
+
+// Defaults of the Reconciler's intervals.
+const (
+	// DefaultRolloutPoll is how often members are read while something moves:
+	// member statuses are polled, not watched.
+	DefaultRolloutPoll = 2 * time.Second
+	// DefaultResync is how often a settled workload's members are read and
+	// their hub-owned fields re-asserted.
+	DefaultResync = 30 * time.Second
+	// memberCallTimeout bounds each call to a member's apiserver.
+	memberCallTimeout = 5 * time.Second
+)
+
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=federatedworkloads,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=federatedworkloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=federatedworkloads/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps every FederatedWorkload's member objects.
+type Reconciler struct {
+	Client   client.Client
+	Members  members.Clusters
+	Recorder events.EventRecorder
+	// RolloutPoll and Resync: DefaultRolloutPoll and DefaultResync when zero.
+	RolloutPoll, Resync time.Duration
+	// Now is the clock for the member lost timeout; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("federatedworkload").
+		For(&fleetv1alpha1.FederatedWorkload{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, deleting{}))).
+		Watches(&fleetv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfDecision)).
+		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads)).
+		Complete(r)
+}
+
+// deleting passes the update that marks an object for deletion.
+type deleting struct{ predicate.Funcs }
+
+func (deleting) Update(e event.UpdateEvent) bool {
+	return e.ObjectNew != nil && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+func (r *Reconciler) workloadsOfDecision(ctx context.Context, o client.Object) []reconcile.Request {
+	placement := o.GetLabels()[fleetv1alpha1.LabelPlacement]
+	var list fleetv1alpha1.FederatedWorkloadList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing FederatedWorkloads for a PlacementDecision change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.PlacementRef.Name == placement {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) allWorkloads(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list fleetv1alpha1.FederatedWorkloadList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing FederatedWorkloads for a MemberCluster change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile runs one round: observe the members, plan the grants, apply them,
+// report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var fw fleetv1alpha1.FederatedWorkload
+	if err := r.Client.Get(ctx, req.NamespacedName, &fw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fw.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.deleteMemberObjects(ctx, &fw)
+	}
+	if controllerutil.AddFinalizer(&fw, Finalizer) {
+		if err := r.Client.Update(ctx, &fw); err != nil {
+			return requeue.OnConflict(ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err))
+		}
+	}
+	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
+	if err != nil {
+		return ctrl.Result{}, r.stuck(ctx, &fw, fleetv1alpha1.ReasonInvalidTemplate, err.Error())
+	}
+	round, err := r.observe(ctx, &fw, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if round.stuck != "" {
+		return ctrl.Result{RequeueAfter: r.resync()}, r.stuck(ctx, &fw, round.stuckReason, round.stuck)
+	}
+	plan, err := align.Align(strategyOf(&fw), round.alignMembers())
+	if err != nil {
+		return ctrl.Result{}, r.stuck(ctx, &fw, fleetv1alpha1.ReasonAlignFailed, err.Error())
+	}
+	applyErr := r.apply(ctx, &fw, tmpl, round, plan)
+	if err := r.report(ctx, &fw, tmpl, round, plan); err != nil {
+		return requeue.OnConflict(ctrl.Result{}, err)
+	}
+	if applyErr != nil {
+		return ctrl.Result{}, applyErr
+	}
+	if plan.Done && !round.moving() {
+		return ctrl.Result{RequeueAfter: r.resync()}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.rolloutPoll()}, nil
+}
+
+// observed is one member as read this round.
+type observed struct {
+	memberView
+	kind member.Kind
+	// conn is the member's connection, nil when it is not reachable now.
+	conn cluster.Cluster
+	// held is the member object as read, nil when it does not exist (or the
+	// member is not reachable).
+	held *unstructured.Unstructured
+	// last is the grant the member object carries; seen what the member may
+	// still act on when it has not observed last.
+	last, seen *align.Grant
+	// gone: a member that left the placement and whose object is deleted (or
+	// can never be); it is no longer reported.
+	gone bool
+}
+
+// round is what one reconcile observed.
+type round struct {
+	members []*observed
+	// stuck says why nothing can be planned (with its reason), "" normally.
+	stuck, stuckReason string
+}
+
+func (rd *round) alignMembers() []align.Member {
+	out := make([]align.Member, 0, len(rd.members))
+	for _, m := range rd.members {
+		if m.gone {
+			continue
+		}
+		out = append(out, align.Member{
+			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Status: m.Status,
+			Reach: m.Reach, Last: m.last, Observed: m.seen,
+		})
+	}
+	return out
+}
+
+// moving: a cluster is on its way out.
+func (rd *round) moving() bool {
+	return slices.ContainsFunc(rd.members, func(m *observed) bool { return m.Leaving })
+}
+
+// observe reads the placement, the MemberClusters and every member object.
+func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template) (*round, error) {
+	placed, err := r.placedClusters(ctx, fw)
+	if err != nil {
+		return nil, err
+	}
+	if placed == nil {
+		return &round{stuck: fmt.Sprintf("Placement %s not found", fw.Spec.PlacementRef.Name), stuckReason: fleetv1alpha1.ReasonPlacementNotFound}, nil
+	}
+	if len(placed) == 0 {
+		// An empty union is more often a placement being recreated than a wish to
+		// remove the workload everywhere: keep what runs.
+		return &round{stuck: "the placement holds no cluster; member objects are kept as they are until it places some", stuckReason: fleetv1alpha1.ReasonNoClustersSelected}, nil
+	}
+	if len(placed) > fleetv1alpha1.MaxFederatedClusters {
+		return &round{stuck: fmt.Sprintf("the placement holds %d clusters; at most %d are supported", len(placed), fleetv1alpha1.MaxFederatedClusters), stuckReason: fleetv1alpha1.ReasonTooManyClusters}, nil
+	}
+	var mcList fleetv1alpha1.MemberClusterList
+	if err := r.Client.List(ctx, &mcList); err != nil {
+		return nil, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	mcs := make(map[string]*fleetv1alpha1.MemberCluster, len(mcList.Items))
+	clusterLabels := make(map[string]map[string]string, len(mcList.Items))
+	for i := range mcList.Items {
+		mcs[mcList.Items[i].Name] = &mcList.Items[i]
+		clusterLabels[mcList.Items[i].Name] = mcList.Items[i].Labels
+	}
+	weights, err := Weights(fw.Spec.Division.Weights, clusterLabels, placed)
+	if err != nil {
+		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
+	}
+	shares := Shares(fw.Spec.Replicas, placed, weights)
+
+	entries := make(map[string]*fleetv1alpha1.FederatedClusterStatus, len(fw.Status.Clusters))
+	for i := range fw.Status.Clusters {
+		entries[fw.Status.Clusters[i].Name] = &fw.Status.Clusters[i]
+	}
+	sameRevision := fw.Status.UpdateRevision == tmpl.Revision
+	rd := &round{}
+	for i, name := range placed {
+		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], entries[name], sameRevision)
+		m.Desired = shares[i]
+		rd.members = append(rd.members, m)
+	}
+	var staying []memberView
+	for _, m := range rd.members {
+		staying = append(staying, m.memberView)
+	}
+	grown := othersGrown(staying)
+	for name, e := range entries {
+		if slices.Contains(placed, name) {
+			continue
+		}
+		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], e, sameRevision)
+		m.Leaving = true
+		m.Desired = e.DesiredReplicas
+		if m.held != nil {
+			m.Desired = int32(max(0, nestedInt(m.held, "spec", "replicas")))
+		}
+		switch {
+		case m.conn != nil && m.held == nil:
+			m.gone = true // nothing left in the member
+		case m.conn == nil && m.Reach == align.Lost:
+			m.gone = true // cannot be reached to clean up; see docs/fleet.md
+		case grown:
+			m.Desired = 0
+		}
+		rd.members = append(rd.members, m)
+	}
+	slices.SortFunc(rd.members, func(a, b *observed) int { return strings.Compare(a.Name, b.Name) })
+	return rd, nil
+}
+
+// othersGrown: every placed member reports its whole share available and is
+// current, so the units of a leaving cluster may go.
+func othersGrown(views []memberView) bool {
+	for _, v := range views {
+		if v.Reach != align.Current || v.Status.Available < v.Desired {
+			return false
+		}
+	}
+	return true
+}
+
+// observeMember reads one member: its reachability, its object and status.
+func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, name string,
+	mc *fleetv1alpha1.MemberCluster, entry *fleetv1alpha1.FederatedClusterStatus, sameRevision bool) *observed {
+	m := &observed{memberView: memberView{Name: name}, kind: tmpl.Kind}
+	var recorded *align.Grant
+	if entry != nil {
+		m.Status = align.Status{Replicas: entry.Replicas, Updated: entry.UpdatedReplicas, Available: entry.AvailableReplicas}
+		m.Status.UpdatedAvailable = min(m.Status.Updated, max(0, m.Status.Available-(m.Status.Replicas-m.Status.Updated)))
+		if sameRevision {
+			g := entry.Grant
+			recorded = &align.Grant{Started: g.Started, Partition: g.Partition, MaxUnavailable: g.MaxUnavailable, MaxSurge: g.MaxSurge, Paused: g.Paused}
+		}
+	}
+	ready := mc != nil && meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
+	conn, connected := r.Members.Get(name)
+	if ready && connected {
+		obj, err := readMemberObject(ctx, conn, tmpl, fw.Namespace, fw.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			m.conn = conn
+			// A new member object is no rollout: it starts on the current template.
+			m.last = &align.Grant{Started: true}
+			m.Status = align.Status{}
+			return m
+		case err == nil:
+			m.conn, m.held = conn, obj
+			st := member.StatusOf(obj, tmpl.Revision)
+			m.Status = st.Status
+			m.last = member.HeldGrant(tmpl.Kind, obj, tmpl.Revision)
+			if st.Stale {
+				m.Reach = align.Stale
+				if recorded != nil && (m.last == nil || *recorded != *m.last) {
+					m.seen = recorded
+				}
+			}
+			return m
+		default:
+			ctrl.LoggerFrom(ctx).Info("cannot read member object; charging its last grant", "member", name, "error", err.Error())
+		}
+	}
+	// Not reachable: it keeps the grant it was last given, and its last
+	// reported counts.
+	m.Reach = align.Stale
+	m.last = recorded
+	if m.last == nil && tmpl.Kind == member.Deployment {
+		m.last = &align.Grant{}
+	}
+	if lostFor(mc, r.now()) >= time.Duration(lostTimeout(fw))*time.Second {
+		m.Reach = align.Lost
+	}
+	return m
+}
+
+// lostFor is how long the member has been not Ready (forever when its
+// MemberCluster is gone, 0 while Ready or never probed).
+func lostFor(mc *fleetv1alpha1.MemberCluster, now time.Time) time.Duration {
+	if mc == nil {
+		return time.Duration(1<<62 - 1)
+	}
+	c := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return 0
+	}
+	return now.Sub(c.LastTransitionTime.Time)
+}
+
+func lostTimeout(fw *fleetv1alpha1.FederatedWorkload) int32 {
+	if t := fw.Spec.MemberLostTimeoutSeconds; t != nil {
+		return *t
+	}
+	return fleetv1alpha1.DefaultMemberLostTimeoutSeconds
+}
+
+func readMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Template, ns, name string) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(tmpl.Object.GroupVersionKind())
+	if err := conn.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// placedClusters is the sorted union of the placement's PlacementDecisions;
+// nil when the Placement does not exist.
+func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) ([]string, error) {
+	var pl fleetv1alpha1.Placement
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: fw.Spec.PlacementRef.Name}, &pl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Placement %s: %w", fw.Spec.PlacementRef.Name, err)
+	}
+	var list fleetv1alpha1.PlacementDecisionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(fw.Namespace),
+		client.MatchingLabels{fleetv1alpha1.LabelPlacement: fw.Spec.PlacementRef.Name}); err != nil {
+		return nil, fmt.Errorf("listing PlacementDecisions of %s: %w", fw.Spec.PlacementRef.Name, err)
+	}
+	out := []string{}
+	for i := range list.Items {
+		for _, d := range list.Items[i].Status.Decisions {
+			if !slices.Contains(out, d.ClusterName) {
+				out = append(out, d.ClusterName)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func strategyOf(fw *fleetv1alpha1.FederatedWorkload) align.Strategy {
+	rs := fw.Spec.RolloutStrategy
+	s := align.Strategy{Replicas: fw.Spec.Replicas, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: rs.Partition, Paused: rs.Paused}
+	if rs.MaxUnavailable != nil {
+		s.MaxUnavailable = *rs.MaxUnavailable
+	}
+	if rs.MaxSurge != nil {
+		s.MaxSurge = *rs.MaxSurge
+	}
+	return s
+}
+
+// apply writes every reachable member's object with its grant, and deletes
+// the objects of clusters that left once their units have moved.
+func (r *Reconciler) apply(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, rd *round, plan align.Plan) error {
+	grants := make(map[string]align.Grant, len(plan.Members))
+	for _, mp := range plan.Members {
+		grants[mp.Name] = mp.Grant
+	}
+	var errs []string
+	for _, m := range rd.members {
+		if m.conn == nil || m.gone {
+			continue
+		}
+		var err error
+		if m.Leaving && m.Desired == 0 && m.Reach == align.Current && m.Status.Replicas+m.Status.Terminating == 0 {
+			err = r.deleteMemberObject(ctx, m.conn, tmpl, fw)
+			m.gone = err == nil
+		} else {
+			err = r.applyMember(ctx, fw, tmpl, m, grants[m.Name])
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("cluster %s: %v", m.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("writing member objects: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (r *Reconciler) applyMember(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, m *observed, g align.Grant) error {
+	obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Replicas: m.Desired, Grant: g, Held: m.held})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	c := m.conn.GetClient()
+	if m.held == nil {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fw.Namespace}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", fw.Namespace, err)
+		}
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) deleteMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Template, fw *fleetv1alpha1.FederatedWorkload) error {
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(tmpl.Object.GroupVersionKind())
+	obj.SetNamespace(fw.Namespace)
+	obj.SetName(fw.Name)
+	if err := conn.GetClient().Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+	}
+	return nil
+}
+
+// deleteMemberObjects removes the member objects of a workload being deleted
+// from every reachable member, then lets the workload go. Objects in members
+// that cannot be reached stay behind (the Event names them).
+func (r *Reconciler) deleteMemberObjects(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) error {
+	if !controllerutil.ContainsFinalizer(fw, Finalizer) {
+		return nil
+	}
+	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
+	if err == nil {
+		var left []string
+		for _, e := range fw.Status.Clusters {
+			conn, ok := r.Members.Get(e.Name)
+			if !ok {
+				left = append(left, e.Name)
+				continue
+			}
+			if err := r.deleteMemberObject(ctx, conn, tmpl, fw); err != nil {
+				return err
+			}
+		}
+		if len(left) > 0 {
+			r.Recorder.Eventf(fw, nil, corev1.EventTypeWarning, "MemberObjectsLeft", "Delete",
+				"no connection to %s: their member objects were not deleted", strings.Join(left, ", "))
+		}
+	}
+	controllerutil.RemoveFinalizer(fw, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, fw))
+}
+
+// report writes status and, when grants changed, an Event.
+func (r *Reconciler) report(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, rd *round, plan align.Plan) error {
+	var views []memberView
+	for _, m := range rd.members {
+		if !m.gone {
+			views = append(views, m.memberView)
+		}
+	}
+	s := summarize(tmpl.Kind.Unit(), fw.Spec.Replicas, fw.Spec.RolloutStrategy.Paused, views, plan)
+	if changed := changedGrants(fw.Status.Clusters, s.Clusters); len(changed) > 0 {
+		r.Recorder.Eventf(fw, nil, corev1.EventTypeNormal, "Granted", "Align", "%s", truncate(strings.Join(changed, "; "), 1024))
+	}
+	before := fw.Status.DeepCopy()
+	fw.Status.ObservedGeneration = fw.Generation
+	fw.Status.UpdateRevision = tmpl.Revision
+	fw.Status.Replicas, fw.Status.UpdatedReplicas, fw.Status.AvailableReplicas = s.Replicas, s.Updated, s.Available
+	fw.Status.Clusters = s.Clusters
+	for _, c := range s.Conditions {
+		c.ObservedGeneration = fw.Generation
+		meta.SetStatusCondition(&fw.Status.Conditions, c)
+	}
+	if equalStatus(before, &fw.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, fw); err != nil {
+		return fmt.Errorf("writing status of FederatedWorkload %s/%s: %w", fw.Namespace, fw.Name, err)
+	}
+	return nil
+}
+
+func equalStatus(a, b *fleetv1alpha1.FederatedWorkloadStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// changedGrants lists the members whose grant differs from the last status.
+func changedGrants(before, after []fleetv1alpha1.FederatedClusterStatus) []string {
+	old := make(map[string]fleetv1alpha1.MemberGrant, len(before))
+	for _, c := range before {
+		old[c.Name] = c.Grant
+	}
+	var out []string
+	for _, c := range after {
+		if g, ok := old[c.Name]; !ok || g != c.Grant {
+			out = append(out, fmt.Sprintf("%s: started=%t maxUnavailable=%d maxSurge=%d partition=%d paused=%t share=%d",
+				c.Name, c.Grant.Started, c.Grant.MaxUnavailable, c.Grant.MaxSurge, c.Grant.Partition, c.Grant.Paused, c.DesiredReplicas))
+		}
+	}
+	return out
+}
+
+// stuck reports that no round can be planned, and why.
+func (r *Reconciler) stuck(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, reason, msg string) error {
+	before := fw.Status.DeepCopy()
+	fw.Status.ObservedGeneration = fw.Generation
+	meta.SetStatusCondition(&fw.Status.Conditions, metav1.Condition{
+		Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse,
+		Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: fw.Generation,
+	})
+	if equalStatus(before, &fw.Status) {
+		return nil
+	}
+	_, err := requeue.OnConflict(ctrl.Result{}, r.Client.Status().Update(ctx, fw))
+	return err
+}
+
+func nestedInt(u *unstructured.Unstructured, path ...string) int64 {
+	v, _, _ := unstructured.NestedInt64(u.Object, path...)
+	return v
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) rolloutPoll() time.Duration {
+	if r.RolloutPoll > 0 {
+		return r.RolloutPoll
+	}
+	return DefaultRolloutPoll
+}
+
+func (r *Reconciler) resync() time.Duration {
+	if r.Resync > 0 {
+		return r.Resync
+	}
+	return DefaultResync
+}

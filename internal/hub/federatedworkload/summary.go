@@ -1,0 +1,133 @@
+package federatedworkload
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+)
+
+// maxWaitsInMessage bounds the Progressing message; the rest is counted.
+const maxWaitsInMessage = 5
+
+// memberView is one member as the round saw it.
+type memberView struct {
+	Name    string
+	Desired int32
+	Status  align.Status
+	Reach   align.Reach
+	// Leaving: the cluster left the placement; its units move to the others.
+	Leaving bool
+}
+
+// summary is the status a round reports.
+type summary struct {
+	Clusters                     []fleetv1alpha1.FederatedClusterStatus
+	Replicas, Updated, Available int32
+	Conditions                   []metav1.Condition
+}
+
+// summarize turns the round's view and plan into status: per-member counts and
+// grants, global sums, and conditions naming what the rollout waits for.
+func summarize(unit string, replicas int32, paused bool, views []memberView, plan align.Plan) summary {
+	grants := make(map[string]align.MemberPlan, len(plan.Members))
+	for _, mp := range plan.Members {
+		grants[mp.Name] = mp
+	}
+	var s summary
+	var waits []string
+	leaving := false
+	for _, v := range views {
+		mp := grants[v.Name]
+		w := waitOf(unit, v, mp)
+		s.Clusters = append(s.Clusters, fleetv1alpha1.FederatedClusterStatus{
+			Name: v.Name, DesiredReplicas: v.Desired,
+			Replicas: v.Status.Replicas, UpdatedReplicas: v.Status.Updated, AvailableReplicas: v.Status.Available,
+			Grant: fleetv1alpha1.MemberGrant{
+				Started: mp.Grant.Started, MaxUnavailable: mp.Grant.MaxUnavailable, MaxSurge: mp.Grant.MaxSurge,
+				Partition: mp.Grant.Partition, Paused: mp.Grant.Paused,
+			},
+			Waiting: truncate(w, 256),
+		})
+		s.Replicas += v.Status.Replicas
+		s.Updated += v.Status.Updated
+		s.Available += v.Status.Available
+		leaving = leaving || v.Leaving
+		if w != "" {
+			waits = append(waits, "cluster "+v.Name+": "+w)
+		}
+	}
+	if plan.WholeShareShortfall > 0 {
+		waits = append(waits, fmt.Sprintf("%s stay on the old revision: no Deployment member's whole share fits the partition", plural(plan.WholeShareShortfall, unit)))
+	}
+
+	avail := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadAvailable), Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMinimumAvailable,
+		Message: fmt.Sprintf("%d of %d %ss available, at least %d needed", s.Available, replicas, unit, max(0, replicas-plan.MaxUnavailable))}
+	if s.Available < replicas-plan.MaxUnavailable {
+		avail.Status, avail.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonBelowMinimum
+	}
+	prog := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonRolloutComplete,
+		Message: fmt.Sprintf("%d of %d %ss updated; nothing left to do", s.Updated, replicas, unit)}
+	switch {
+	case paused:
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonRolloutPaused
+		prog.Message = "paused: " + waitsMessage(waits, "no member is waiting")
+	case !plan.Done || leaving:
+		prog.Status, prog.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonRolloutInProgress
+		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for %s", s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the members to act on their grants"))
+	}
+	pause := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadPaused), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonRolloutResumed, Message: "spec.rolloutStrategy.paused is false"}
+	if paused {
+		pause.Status, pause.Reason, pause.Message = metav1.ConditionTrue, fleetv1alpha1.ReasonRolloutPaused, "spec.rolloutStrategy.paused is true: no member starts a new replacement"
+	}
+	s.Conditions = []metav1.Condition{avail, prog, pause}
+	return s
+}
+
+// waitOf is what the member holds the rollout up with, "" when nothing.
+func waitOf(unit string, v memberView, mp align.MemberPlan) string {
+	switch {
+	case v.Reach == align.Lost:
+		return "unreachable for longer than memberLostTimeoutSeconds; its whole share counts as unavailable"
+	case v.Reach == align.Stale:
+		return "status stale"
+	case v.Leaving && v.Desired > 0:
+		return fmt.Sprintf("left the placement; its %s move to the others first", plural(v.Desired, unit))
+	case v.Leaving:
+		return fmt.Sprintf("left the placement; removing its %s", plural(v.Status.Replicas+v.Status.Terminating, unit))
+	}
+	if n := v.Desired - v.Status.Available; n > 0 {
+		return plural(n, unit) + " not ready"
+	}
+	if n := v.Status.Replicas + v.Status.Terminating - v.Desired; n > 0 {
+		return plural(n, unit) + " above its share to remove"
+	}
+	return mp.Waiting
+}
+
+func waitsMessage(waits []string, none string) string {
+	if len(waits) == 0 {
+		return none
+	}
+	if len(waits) > maxWaitsInMessage {
+		return strings.Join(waits[:maxWaitsInMessage], "; ") + fmt.Sprintf("; and %d more", len(waits)-maxWaitsInMessage)
+	}
+	return strings.Join(waits, "; ")
+}
+
+func plural(n int32, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,123 @@
+package federatedworkload
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+)
+
+func TestSummarize_ProgressingNamesWhatTheRolloutWaitsFor(t *testing.T) {
+	ready := func(n, updated int32) align.Status {
+		return align.Status{Replicas: n, Updated: updated, UpdatedAvailable: updated, Available: n}
+	}
+	cases := []struct {
+		name     string
+		replicas int32
+		paused   bool
+		views    []memberView
+		plan     align.Plan
+		status   metav1.ConditionStatus
+		reason   string
+		contains []string
+		avail    metav1.ConditionStatus
+	}{
+		{
+			name:   "a pod not ready and a stale member",
+			views:  []memberView{{Name: "eu-2", Desired: 4, Status: align.Status{Replicas: 4, Available: 3}}, {Name: "us-1", Desired: 6, Status: ready(6, 0), Reach: align.Stale}},
+			plan:   align.Plan{MaxUnavailable: 2, AllowedUpdated: 10},
+			status: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"cluster eu-2: 1 pod not ready", "cluster us-1: status stale", "0 of 10 pods updated"},
+			avail:    metav1.ConditionTrue,
+		},
+		{
+			name:   "an unreachable member and too few available",
+			views:  []memberView{{Name: "a", Desired: 5, Status: ready(5, 5)}, {Name: "b", Desired: 5, Status: ready(5, 0), Reach: align.Lost}},
+			plan:   align.Plan{MaxUnavailable: 2, AllowedUpdated: 10},
+			status: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"cluster b: unreachable"},
+			avail:    metav1.ConditionTrue,
+		},
+		{
+			name:     "the planner's reason when nothing else holds it",
+			replicas: 5,
+			views:    []memberView{{Name: "a", Desired: 5, Status: ready(5, 0)}},
+			plan:     align.Plan{MaxUnavailable: 1, AllowedUpdated: 5, Members: []align.MemberPlan{{Name: "a", Waiting: "no budget left"}}},
+			status:   metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"cluster a: no budget left"},
+			avail:    metav1.ConditionTrue,
+		},
+		{
+			name:   "a Deployment's share does not fit the partition",
+			views:  []memberView{{Name: "a", Desired: 5, Status: ready(5, 5)}, {Name: "b", Desired: 5, Status: ready(5, 0)}},
+			plan:   align.Plan{MaxUnavailable: 1, AllowedUpdated: 7, Done: true, WholeShareShortfall: 2},
+			status: metav1.ConditionFalse, reason: fleetv1alpha1.ReasonRolloutComplete,
+			avail: metav1.ConditionTrue,
+		},
+		{
+			name:   "a cluster leaving keeps it progressing",
+			views:  []memberView{{Name: "a", Desired: 10, Status: ready(8, 8)}, {Name: "b", Desired: 2, Status: ready(2, 2), Leaving: true}},
+			plan:   align.Plan{MaxUnavailable: 1, AllowedUpdated: 10, Done: true},
+			status: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"cluster a: 2 pods not ready", "cluster b: left the placement; its 2 pods move to the others first"},
+			avail:    metav1.ConditionTrue,
+		},
+		{
+			name:     "paused",
+			replicas: 3,
+			paused:   true,
+			views:    []memberView{{Name: "a", Desired: 3, Status: ready(3, 1)}},
+			plan:     align.Plan{MaxUnavailable: 1, AllowedUpdated: 3},
+			status:   metav1.ConditionFalse, reason: fleetv1alpha1.ReasonRolloutPaused,
+			avail: metav1.ConditionTrue,
+		},
+		{
+			name:   "below the minimum",
+			views:  []memberView{{Name: "a", Desired: 10, Status: align.Status{Replicas: 10, Available: 7}}},
+			plan:   align.Plan{MaxUnavailable: 2, AllowedUpdated: 10},
+			status: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"cluster a: 3 pods not ready"},
+			avail:    metav1.ConditionFalse,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			replicas := c.replicas
+			if replicas == 0 {
+				replicas = 10
+			}
+			s := summarize("pod", replicas, c.paused, c.views, c.plan)
+			prog := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
+			if prog.Status != c.status || prog.Reason != c.reason {
+				t.Errorf("Progressing %s %s (%s), want %s %s", prog.Status, prog.Reason, prog.Message, c.status, c.reason)
+			}
+			for _, want := range c.contains {
+				if !strings.Contains(prog.Message, want) {
+					t.Errorf("Progressing message %q lacks %q", prog.Message, want)
+				}
+			}
+			if a := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadAvailable)); a.Status != c.avail {
+				t.Errorf("Available %s (%s), want %s", a.Status, a.Message, c.avail)
+			}
+			if p := meta.IsStatusConditionTrue(s.Conditions, string(fleetv1alpha1.FederatedWorkloadPaused)); p != c.paused {
+				t.Errorf("Paused %v, want %v", p, c.paused)
+			}
+		})
+	}
+}
+
+func TestSummarize_MessageIsBounded(t *testing.T) {
+	var views []memberView
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		views = append(views, memberView{Name: n, Desired: 1, Reach: align.Stale})
+	}
+	s := summarize("pod", 7, false, views, align.Plan{AllowedUpdated: 7})
+	prog := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
+	if !strings.Contains(prog.Message, "and 2 more") || strings.Contains(prog.Message, "cluster f") {
+		t.Errorf("message %q", prog.Message)
+	}
+}

@@ -1,0 +1,158 @@
+package fleet
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+)
+
+// ValidateFederatedWorkload checks a defaulted FederatedWorkload.
+func ValidateFederatedWorkload(fw *fleetv1alpha1.FederatedWorkload) field.ErrorList {
+	var errs field.ErrorList
+	sp := field.NewPath("spec")
+	if fw.Spec.PlacementRef.Name == "" {
+		errs = append(errs, field.Required(sp.Child("placementRef", "name"), "the Placement whose clusters run the workload"))
+	}
+	if fw.Spec.Replicas < 0 {
+		errs = append(errs, field.Invalid(sp.Child("replicas"), fw.Spec.Replicas, "must not be negative"))
+	}
+	// The workload's name is the member objects' name.
+	for _, msg := range validation.IsDNS1123Subdomain(fw.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), fw.Name, msg))
+	}
+	tp := sp.Child("template")
+	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
+	if err != nil {
+		errs = append(errs, field.Invalid(tp, "", err.Error()))
+	} else {
+		errs = append(errs, validateTemplate(tmpl, tp)...)
+	}
+	for i, w := range fw.Spec.Division.Weights {
+		errs = append(errs, validateSelector(&w.ClusterSelector, sp.Child("division", "weights").Index(i).Child("clusterSelector"))...)
+		if w.Weight < 0 {
+			errs = append(errs, field.Invalid(sp.Child("division", "weights").Index(i).Child("weight"), w.Weight, "must not be negative"))
+		}
+	}
+	rp := sp.Child("rolloutStrategy")
+	rs := fw.Spec.RolloutStrategy
+	muErrs := validateLimit(rs.MaxUnavailable, fw.Spec.Replicas, false, rp.Child("maxUnavailable"))
+	msErrs := validateLimit(rs.MaxSurge, fw.Spec.Replicas, true, rp.Child("maxSurge"))
+	errs = append(errs, muErrs...)
+	errs = append(errs, msErrs...)
+	if len(muErrs) == 0 && len(msErrs) == 0 {
+		if isZero(rs.MaxUnavailable) && isZero(rs.MaxSurge) {
+			errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), rs.MaxUnavailable.String(), "maxUnavailable and maxSurge must not both be 0: the rollout could never move"))
+		}
+		if tmpl != nil && tmpl.Kind != member.Deployment && isZero(rs.MaxUnavailable) {
+			errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), rs.MaxUnavailable.String(),
+				"must be at least 1 for a "+string(tmpl.Kind)+" template: its members update a unit by taking it down, and do not surge"))
+		}
+	}
+	if rs.Partition < 0 {
+		errs = append(errs, field.Invalid(rp.Child("partition"), rs.Partition, "must not be negative"))
+	}
+	if t := fw.Spec.MemberLostTimeoutSeconds; t != nil && *t < 0 {
+		errs = append(errs, field.Invalid(sp.Child("memberLostTimeoutSeconds"), *t, "must not be negative"))
+	}
+	return errs
+}
+
+// ValidateFederatedWorkloadUpdate checks an update: the template's kind is fixed.
+func ValidateFederatedWorkloadUpdate(old, fw *fleetv1alpha1.FederatedWorkload) field.ErrorList {
+	errs := ValidateFederatedWorkload(fw)
+	before, err1 := member.ParseTemplate(old.Spec.Template.Raw)
+	after, err2 := member.ParseTemplate(fw.Spec.Template.Raw)
+	if err1 == nil && err2 == nil && before.Kind != after.Kind {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "template", "kind"),
+			"cannot change from "+string(before.Kind)+" to "+string(after.Kind)+": create a new FederatedWorkload"))
+	}
+	return errs
+}
+
+// validateTemplate rejects rollout fields the hub owns, and rollout types
+// that cannot be steered.
+func validateTemplate(tmpl *member.Template, tp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	obj := tmpl.Object.Object
+	for _, path := range member.OwnedRolloutFields(tmpl.Kind) {
+		if _, found, _ := unstructured.NestedFieldNoCopy(obj, path...); found {
+			errs = append(errs, field.Forbidden(tp.Child(path[0], path[1:]...),
+				"the hub sets it from spec.rolloutStrategy, which is one budget for the whole fleet; set it there"))
+		}
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", "replicas"); found {
+		errs = append(errs, field.Forbidden(tp.Child("spec", "replicas"), "the hub sets each member's share from spec.replicas and spec.division"))
+	}
+	for _, f := range []string{"name", "namespace", "generateName"} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(obj, "metadata", f); found {
+			errs = append(errs, field.Forbidden(tp.Child("metadata", f), "member objects take the FederatedWorkload's name and namespace"))
+		}
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", "template"); !found {
+		errs = append(errs, field.Required(tp.Child("spec", "template"), "the pod template (or PodCliqueSet replica template) the members run"))
+	}
+	typePath := map[member.Kind][]string{
+		member.Deployment:   {"spec", "strategy", "type"},
+		member.StatefulSet:  {"spec", "updateStrategy", "type"},
+		member.PodCliqueSet: {"spec", "updateStrategy", "type"},
+	}[tmpl.Kind]
+	allowed := map[member.Kind][]string{
+		member.Deployment:   {"RollingUpdate"},
+		member.StatefulSet:  {"RollingUpdate"},
+		member.PodCliqueSet: {"RollingUpdate", "ReplicaRecreate"},
+	}[tmpl.Kind]
+	if ty, found, _ := unstructured.NestedString(obj, typePath...); found {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || ty == a
+		}
+		if !ok {
+			errs = append(errs, field.NotSupported(tp.Child(typePath[0], typePath[1:]...), ty, allowed))
+		}
+	}
+	return errs
+}
+
+// validateLimit checks an int-or-percent limit.
+func validateLimit(v *intstr.IntOrString, replicas int32, roundUp bool, p *field.Path) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	if v.Type == intstr.String {
+		s := v.StrVal
+		if !strings.HasSuffix(s, "%") {
+			return field.ErrorList{field.Invalid(p, s, "must be an integer or a percentage such as \"25%\"")}
+		}
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(replicas), roundUp)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, v.String(), "must be an integer or a percentage such as \"25%\"")}
+	}
+	if n < 0 || (v.Type == intstr.Int && v.IntVal < 0) {
+		return field.ErrorList{field.Invalid(p, v.String(), "must not be negative")}
+	}
+	if v.Type == intstr.String {
+		if pct, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false); pct > 100 {
+			return field.ErrorList{field.Invalid(p, v.String(), "must be a percentage of at most 100%")}
+		}
+	}
+	return nil
+}
+
+// isZero: written as 0 or 0%. Unset is 0 too: the API defaults maxUnavailable
+// to 1, so only maxSurge reaches here unset.
+func isZero(v *intstr.IntOrString) bool {
+	if v == nil {
+		return true
+	}
+	if v.Type == intstr.Int {
+		return v.IntVal == 0
+	}
+	return strings.TrimSuffix(v.StrVal, "%") == "0"
+}

@@ -1,0 +1,837 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
+	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
+	"github.com/lockstep-dev/lockstep/internal/hub/members"
+	"github.com/lockstep-dev/lockstep/internal/testenv"
+)
+
+// The FederatedWorkload tests run the MemberCluster and FederatedWorkload
+// controllers against two member apiservers that run no controllers. The test
+// plays the rest: it writes the PlacementDecisions (the Placement controller)
+// and the member Deployments' status (each member's Deployment controller,
+// moving no faster than the limits the hub wrote).
+
+const (
+	fwName        = "web"
+	fwPlacement   = "web-placement"
+	fwStepTimeout = 30 * time.Second
+)
+
+// fedFleet is one test's hub, two MemberClusters and their member apiservers.
+type fedFleet struct {
+	t  *testing.T
+	ns string
+	// clusters are the MemberCluster names, sorted: clusters[0] is on
+	// memberEnv (through proxy when proxied), clusters[1] on member2Env.
+	clusters []string
+	envs     map[string]*testenv.Cluster
+	proxy    *proxy
+	stopHub  func()
+	// statusImage is the image each member's Deployment status describes.
+	statusImage map[string]string
+}
+
+func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
+	t.Helper()
+	f := &fedFleet{t: t, ns: newNamespace(t, prefix), clusters: []string{prefix + "-a", prefix + "-b"}, statusImage: map[string]string{}}
+	f.envs = map[string]*testenv.Cluster{f.clusters[0]: memberEnv, f.clusters[1]: member2Env}
+	serverA := ""
+	if proxied {
+		f.proxy = newProxy(t, memberEnv.Config.Host)
+		serverA = f.proxy.addr
+	}
+	createSecret(t, f.ns, "a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, serverA)})
+	createSecret(t, f.ns, "b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, "")})
+	createMemberCluster(t, f.clusters[0], f.ns, "a", map[string]string{"fw-test": f.ns, "weight": "2"})
+	createMemberCluster(t, f.clusters[1], f.ns, "b", map[string]string{"fw-test": f.ns, "weight": "3"})
+	f.startHub()
+	for _, c := range f.clusters {
+		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+	}
+	pl := &fleetv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwPlacement}}
+	if err := hubEnv.Client.Create(context.Background(), pl); err != nil {
+		t.Fatalf("creating Placement: %v", err)
+	}
+	f.writeDecision(1, f.clusters...)
+	t.Cleanup(func() {
+		for _, env := range f.envs {
+			_ = env.Client.DeleteAllOf(context.Background(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}, client.InNamespace(f.ns))
+		}
+	})
+	return f
+}
+
+func kubeconfigOf(t *testing.T, env *testenv.Cluster, server string) []byte {
+	t.Helper()
+	data, err := env.Kubeconfig("hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server == "" {
+		return data
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + server
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// startHub runs the MemberCluster and FederatedWorkload controllers with a
+// fresh member registry, as a restarted hub would.
+func (f *fedFleet) startHub() {
+	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
+	f.stopHub = runManager(f.t, func(mgr ctrl.Manager) error {
+		if err := (&membercluster.Reconciler{
+			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-membercluster"),
+			ProbeInterval: testProbes.ProbeInterval, ProbeTimeout: testProbes.ProbeTimeout,
+		}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&federatedworkload.Reconciler{
+			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-federatedworkload"),
+			RolloutPoll: 200 * time.Millisecond, Resync: time.Second,
+		}).SetupWithManager(mgr)
+	})
+}
+
+// writeDecision writes PlacementDecision number n of the placement with the
+// given clusters, creating it when missing.
+func (f *fedFleet) writeDecision(n int, clusters ...string) {
+	f.t.Helper()
+	ctx := context.Background()
+	pd := &fleetv1alpha1.PlacementDecision{}
+	key := client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("%s-decision-%d", fwPlacement, n)}
+	err := hubEnv.Client.Get(ctx, key, pd)
+	if apierrors.IsNotFound(err) {
+		pd = &fleetv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+			Labels: map[string]string{fleetv1alpha1.LabelPlacement: fwPlacement, fleetv1alpha1.LabelDecisionGroupIndex: "0", fleetv1alpha1.LabelDecisionGroupName: ""},
+		}}
+		err = hubEnv.Client.Create(ctx, pd)
+	}
+	if err != nil {
+		f.t.Fatalf("writing %s: %v", key.Name, err)
+	}
+	pd.Status.Decisions = nil
+	for _, c := range clusters {
+		pd.Status.Decisions = append(pd.Status.Decisions, fleetv1alpha1.ClusterDecision{ClusterName: c})
+	}
+	if err := hubEnv.Client.Status().Update(ctx, pd); err != nil {
+		f.t.Fatalf("writing the clusters of %s: %v", key.Name, err)
+	}
+}
+
+func deploymentTemplate(image string) runtime.RawExtension {
+	tmpl := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"labels": map[string]any{"app": fwName}},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": fwName}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": fwName}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": image}}},
+			},
+		},
+	}
+	raw, _ := json.Marshal(tmpl)
+	return runtime.RawExtension{Raw: raw}
+}
+
+func (f *fedFleet) createWorkload(replicas int32, mu, ms intstr.IntOrString, weights []fleetv1alpha1.ClusterWeight) {
+	f.t.Helper()
+	fw := &fleetv1alpha1.FederatedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwName},
+		Spec: fleetv1alpha1.FederatedWorkloadSpec{
+			PlacementRef:    fleetv1alpha1.PlacementReference{Name: fwPlacement},
+			Replicas:        replicas,
+			Template:        deploymentTemplate("web:1"),
+			Division:        fleetv1alpha1.Division{Weights: weights},
+			RolloutStrategy: fleetv1alpha1.FederatedRolloutStrategy{MaxUnavailable: &mu, MaxSurge: &ms},
+		},
+	}
+	if err := hubEnv.Client.Create(context.Background(), fw); err != nil {
+		f.t.Fatalf("creating FederatedWorkload: %v", err)
+	}
+	// Gone with the test, whether or not a hub still runs to clean up.
+	f.t.Cleanup(func() {
+		ctx := context.Background()
+		_ = hubEnv.Client.Delete(ctx, fw)
+		if err := hubEnv.Client.Get(ctx, client.ObjectKeyFromObject(fw), fw); err == nil {
+			fw.Finalizers = nil
+			_ = hubEnv.Client.Update(ctx, fw)
+		}
+	})
+}
+
+func (f *fedFleet) workload() *fleetv1alpha1.FederatedWorkload {
+	f.t.Helper()
+	var fw fleetv1alpha1.FederatedWorkload
+	if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: fwName}, &fw); err != nil {
+		f.t.Fatal(err)
+	}
+	return &fw
+}
+
+func (f *fedFleet) setImage(image string) {
+	f.t.Helper()
+	fw := f.workload()
+	fw.Spec.Template = deploymentTemplate(image)
+	if err := hubEnv.Client.Update(context.Background(), fw); err != nil {
+		f.t.Fatalf("updating the template: %v", err)
+	}
+}
+
+// deployment is the member Deployment in cluster c, nil when absent.
+func (f *fedFleet) deployment(c string) *unstructured.Unstructured {
+	f.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	err := f.envs[c].Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: fwName}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatalf("reading the Deployment in %s: %v", c, err)
+	}
+	return u
+}
+
+// dep is what the test reads of a member Deployment.
+type dep struct {
+	exists                       bool
+	uid                          types.UID
+	generation, observed         int64
+	replicas, mu, ms             int64
+	paused                       bool
+	image                        string
+	stReplicas, stUpdated, stAvl int64
+}
+
+func readDep(u *unstructured.Unstructured) dep {
+	if u == nil {
+		return dep{}
+	}
+	i := func(path ...string) int64 { v, _, _ := unstructured.NestedInt64(u.Object, path...); return v }
+	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	image := ""
+	if len(cs) > 0 {
+		image, _ = cs[0].(map[string]any)["image"].(string)
+	}
+	return dep{
+		exists: true, uid: u.GetUID(), generation: u.GetGeneration(), observed: i("status", "observedGeneration"),
+		replicas: i("spec", "replicas"), mu: i("spec", "strategy", "rollingUpdate", "maxUnavailable"), ms: i("spec", "strategy", "rollingUpdate", "maxSurge"),
+		paused: paused, image: image,
+		stReplicas: i("status", "replicas"), stUpdated: i("status", "updatedReplicas"), stAvl: i("status", "availableReplicas"),
+	}
+}
+
+func (d dep) String() string {
+	if !d.exists {
+		return "absent"
+	}
+	return fmt.Sprintf("replicas=%d image=%s paused=%t mu=%d ms=%d gen=%d/%d status=%d/%d/%d",
+		d.replicas, d.image, d.paused, d.mu, d.ms, d.observed, d.generation, d.stReplicas, d.stUpdated, d.stAvl)
+}
+
+// setStatus writes a member Deployment's status as its controller would,
+// observing the current generation.
+func (f *fedFleet) setStatus(c string, replicas, updated, available int64) {
+	f.t.Helper()
+	u := f.deployment(c)
+	if u == nil {
+		f.t.Fatalf("no Deployment in %s", c)
+	}
+	u.Object["status"] = map[string]any{
+		"observedGeneration": u.GetGeneration(), "replicas": replicas, "updatedReplicas": updated,
+		"availableReplicas": available, "readyReplicas": available,
+	}
+	if err := f.envs[c].Client.Status().Update(context.Background(), u); err != nil {
+		f.t.Fatalf("writing the Deployment status in %s: %v", c, err)
+	}
+	f.statusImage[c] = readDep(u).image
+}
+
+// settle plays both members' Deployment controllers to the end of whatever
+// they hold: every pod of the held template, available.
+func (f *fedFleet) settle() {
+	f.t.Helper()
+	for _, c := range f.clusters {
+		d := readDep(f.deployment(c))
+		f.setStatus(c, d.replicas, d.replicas, d.replicas)
+	}
+}
+
+// ack plays the members' Deployment controllers observing their spec without
+// moving any pod: what a paused Deployment, or one with nothing to replace,
+// does.
+func (f *fedFleet) ack() {
+	f.t.Helper()
+	for _, c := range f.clusters {
+		d := readDep(f.deployment(c))
+		if !d.exists || d.observed >= d.generation {
+			continue
+		}
+		updated := d.stUpdated
+		if f.statusImage[c] != d.image {
+			updated = 0 // a new template: none of the pods runs it yet
+		}
+		f.setStatus(c, d.stReplicas, updated, d.stAvl)
+	}
+}
+
+// ackUntil acks the members' specs until the workload satisfies cond.
+func (f *fedFleet) ackUntil(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
+	f.t.Helper()
+	return f.waitForCondition(what, func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		f.ack()
+		return cond(fw)
+	})
+}
+
+func (f *fedFleet) waitForCondition(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
+	f.t.Helper()
+	var fw *fleetv1alpha1.FederatedWorkload
+	eventually(f.t, fwStepTimeout, what, func() (bool, string) {
+		fw = f.workload()
+		p := meta.FindStatusCondition(fw.Status.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
+		state := fmt.Sprintf("status %d/%d/%d clusters %+v", fw.Status.Replicas, fw.Status.UpdatedReplicas, fw.Status.AvailableReplicas, fw.Status.Clusters)
+		if p != nil {
+			state += " progressing " + p.Reason + ": " + p.Message
+		}
+		return cond(fw), state
+	})
+	return fw
+}
+
+func progressing(fw *fleetv1alpha1.FederatedWorkload) *metav1.Condition {
+	c := meta.FindStatusCondition(fw.Status.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
+	if c == nil {
+		return &metav1.Condition{}
+	}
+	return c
+}
+
+func complete(fw *fleetv1alpha1.FederatedWorkload) bool {
+	return fw.Status.ObservedGeneration == fw.Generation && progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+}
+
+// A workload is split by weight 2:3 over two members, written by server-side
+// apply as lockstep-fleet, and the hub takes back a share someone edits.
+func TestFederatedWorkload_PropagatesSharesAndReassertsThem(t *testing.T) {
+	f := newFedFleet(t, "fw-prop", false)
+	sel := func(w string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{"weight": w}}
+	}
+	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), []fleetv1alpha1.ClusterWeight{
+		{ClusterSelector: sel("2"), Weight: 2}, {ClusterSelector: sel("3"), Weight: 3},
+	})
+	want := map[string]int64{f.clusters[0]: 4, f.clusters[1]: 6}
+	for c, n := range want {
+		eventually(t, fwStepTimeout, fmt.Sprintf("Deployment with %d replicas in %s", n, c), func() (bool, string) {
+			d := readDep(f.deployment(c))
+			return d.exists && d.replicas == n && d.image == "web:1", d.String()
+		})
+		u := f.deployment(c)
+		if got := u.GetLabels()[fleetv1alpha1.LabelFederatedWorkload]; got != f.ns+"."+fwName {
+			t.Errorf("%s: label %s=%q", c, fleetv1alpha1.LabelFederatedWorkload, got)
+		}
+		owned := false
+		for _, mf := range u.GetManagedFields() {
+			owned = owned || (mf.Manager == federatedworkload.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
+		}
+		if !owned {
+			t.Errorf("%s: no fields applied by %s: %+v", c, federatedworkload.FieldManager, u.GetManagedFields())
+		}
+	}
+	f.settle()
+	fw := f.ackUntil("the workload settled", complete)
+	if fw.Status.AvailableReplicas != 10 || len(fw.Status.Clusters) != 2 || fw.Status.Clusters[0].DesiredReplicas != 4 {
+		t.Errorf("status %+v", fw.Status)
+	}
+
+	// Someone scales the member object by hand; the hub takes the field back.
+	c := f.clusters[0]
+	u := f.deployment(c)
+	_ = unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas")
+	if err := f.envs[c].Client.Update(context.Background(), u, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, fwStepTimeout, "the hub re-asserts replicas 4 in "+c, func() (bool, string) {
+		d := readDep(f.deployment(c))
+		return d.replicas == 4, d.String()
+	})
+}
+
+// budget is the most the members' written grants and reported statuses let
+// be unavailable and above the global replicas, summed over the fleet.
+func budget(ds []dep) (unavailable, surge int64) {
+	for _, d := range ds {
+		u := d.replicas - d.stAvl
+		s := d.stReplicas - d.replicas
+		if !d.paused {
+			u = max(u, min(d.mu, d.replicas))
+			s = max(s, d.ms)
+		}
+		unavailable += max(0, u)
+		surge += max(0, s)
+	}
+	return unavailable, surge
+}
+
+// rollout plays both members' Deployment controllers until the workload
+// completes: a member that has observed its spec and may move replaces up to
+// maxUnavailable+maxSurge pods (they are unavailable, and surge above its
+// share) and reports; at its next step they turn available. After every step
+// the grants and statuses must stay inside the global budget. onStep runs
+// after each step with the number of steps so far.
+func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds []dep)) {
+	f.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	inFlight := map[string]bool{}
+	for step := 0; ; step++ {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the rollout did not complete in 90s")
+		}
+		fw := f.workload()
+		if complete(fw) && fw.Status.UpdatedReplicas == fw.Spec.Replicas && fw.Status.AvailableReplicas == fw.Spec.Replicas {
+			return
+		}
+		var ds []dep
+		for _, c := range f.clusters {
+			ds = append(ds, readDep(f.deployment(c)))
+		}
+		f.t.Logf("step %d: %s: %v | %s: %v | %s", step, f.clusters[0], ds[0], f.clusters[1], ds[1], progressing(fw).Message)
+		if u, s := budget(ds); u > mu || s > ms {
+			f.t.Fatalf("step %d: the fleet may have %d unavailable and %d surge, limits %d and %d: %v", step, u, s, mu, ms, ds)
+		}
+		if onStep != nil {
+			onStep(step, ds)
+		}
+		moved := false
+		for i, c := range f.clusters {
+			d := ds[i]
+			switch {
+			case !d.exists:
+			case inFlight[c]:
+				f.setStatus(c, d.replicas, d.stUpdated, d.replicas)
+				inFlight[c], moved = false, true
+			case d.observed < d.generation:
+				f.ack()
+				moved = true
+			case d.image == image && !d.paused && d.stUpdated < d.replicas:
+				k := min(d.replicas-d.stUpdated, d.mu+d.ms)
+				down := min(d.mu, k)
+				f.setStatus(c, d.replicas+min(d.ms, k), d.stUpdated+k, d.replicas-down)
+				inFlight[c], moved = true, true
+			}
+		}
+		if !moved {
+			// nothing to play: wait for the hub's next round to change something
+			before := fw.Status
+			eventually(f.t, fwStepTimeout, "the hub's next round", func() (bool, string) {
+				now := f.workload()
+				changed := fmt.Sprint(now.Status.Clusters) != fmt.Sprint(before.Clusters) || progressing(now).Reason != progressing(fw).Reason
+				for i, c := range f.clusters {
+					if readDep(f.deployment(c)).generation != ds[i].generation {
+						changed = true
+					}
+				}
+				return changed, fmt.Sprintf("%v %s", now.Status.Clusters, progressing(now).Message)
+			})
+		}
+	}
+}
+
+// Story 1 over two members (10 pods split 5/5, maxUnavailable 2, maxSurge 1):
+// a Deployment member takes its whole share, so the second holds the old
+// template, paused, until the first is done; the fleet stays within the
+// global budget at every step.
+func TestFederatedWorkload_DeploymentRolloutKeepsTheGlobalBudget(t *testing.T) {
+	f := newFedFleet(t, "fw-budget", false)
+	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+
+	f.setImage("web:2")
+	a, b := f.clusters[0], f.clusters[1]
+	bStartedWithAUnfinished := false
+	f.rollout("web:2", 2, 1, func(_ int, ds []dep) {
+		if ds[1].image == "web:2" && (ds[0].image != "web:2" || ds[0].stUpdated < ds[0].replicas || ds[0].stAvl < ds[0].replicas) {
+			bStartedWithAUnfinished = true
+		}
+	})
+	if bStartedWithAUnfinished {
+		t.Errorf("%s got the new template before %s finished: the budget was spent twice", b, a)
+	}
+	fw := f.workload()
+	for _, c := range fw.Status.Clusters {
+		if !c.Grant.Started || c.UpdatedReplicas != 5 {
+			t.Errorf("cluster %s at the end: %+v", c.Name, c)
+		}
+	}
+}
+
+// A member that stops answering mid-rollout keeps being charged the grant it
+// holds: the other member gets nothing new until it is back, and the status
+// says which cluster is stale.
+func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testing.T) {
+	f := newFedFleet(t, "fw-lost", true)
+	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+
+	a, b := f.clusters[0], f.clusters[1]
+	f.setImage("web:2")
+	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
+		f.ack()
+		d := readDep(f.deployment(a))
+		return d.image == "web:2" && !d.paused && d.mu == 2, d.String()
+	})
+	// a has observed its grant; it is about to replace pods when it goes away.
+	f.setStatus(a, 5, 0, 5)
+	f.proxy.close()
+	waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable, 30*time.Second)
+	f.waitForCondition("status naming "+a+" stale", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return strings.Contains(progressing(fw).Message, "cluster "+a+": status stale")
+	})
+	// Several rounds (the hub polls every 200ms) must leave b untouched.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		d := readDep(f.deployment(b))
+		if d.image != "web:1" || !d.paused {
+			t.Fatalf("%s got budget while %s was unreachable and held it: %v", b, a, d)
+		}
+		fw := f.workload()
+		for _, c := range fw.Status.Clusters {
+			if c.Name == a && (!c.Grant.Started || c.Grant.MaxUnavailable != 2 || c.Grant.MaxSurge != 1) {
+				t.Fatalf("the unreachable member's grant changed: %+v", c)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // pacing the checks of a negative, not synchronisation
+	}
+
+	f.proxy.open()
+	waitForReady(t, a, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 30*time.Second)
+	f.rollout("web:2", 2, 1, nil)
+}
+
+// The hub stopped mid-rollout and started again (a fresh process: no memory)
+// carries on from the member objects: the grant in flight is kept and the
+// rollout completes within the budget.
+func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
+	f := newFedFleet(t, "fw-restart", false)
+	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+	f.setImage("web:2")
+	restarted := false
+	f.rollout("web:2", 2, 1, func(_ int, ds []dep) {
+		if restarted || ds[0].image != "web:2" || ds[0].stUpdated == 0 {
+			return
+		}
+		// a is mid-rollout: stop the hub, check nothing moved, start another.
+		f.stopHub()
+		restarted = true
+		before := []dep{readDep(f.deployment(f.clusters[0])), readDep(f.deployment(f.clusters[1]))}
+		f.startHub()
+		for _, c := range f.clusters {
+			waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+		}
+		f.waitForCondition("a round of the new hub", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+			return progressing(fw).Reason == fleetv1alpha1.ReasonRolloutInProgress
+		})
+		after := readDep(f.deployment(f.clusters[1]))
+		if after.image != "web:1" || !after.paused || after.uid != before[1].uid {
+			t.Errorf("the restarted hub started %s while %s was mid-rollout: %v", f.clusters[1], f.clusters[0], after)
+		}
+	})
+	if !restarted {
+		t.Fatal("the rollout never reached the point where the hub is restarted")
+	}
+}
+
+// Clusters moving between PlacementDecisions (a re-shard, surge then
+// finalize) keep their member objects: never deleted, never recreated.
+func TestFederatedWorkload_ReshardKeepsMemberObjects(t *testing.T) {
+	f := newFedFleet(t, "fw-reshard", false)
+	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+	uids := map[string]types.UID{}
+	for _, c := range f.clusters {
+		uids[c] = f.deployment(c).GetUID()
+	}
+	a, b := f.clusters[0], f.clusters[1]
+	f.writeDecision(2, b)    // surge: b in both slices
+	f.writeDecision(1, a)    // finalize: b only in the second
+	f.writeDecision(2, a, b) // and back into one slice, a in both for a moment
+	f.writeDecision(1)
+	// For three seconds (three resyncs of the hub) the objects stay the same.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range f.clusters {
+			d := f.deployment(c)
+			if d == nil || d.GetUID() != uids[c] || !d.GetDeletionTimestamp().IsZero() {
+				t.Fatalf("the member object in %s was deleted or recreated during a re-shard: %v", c, readDep(d))
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // pacing the checks of a negative, not synchronisation
+	}
+	if fw := f.workload(); len(fw.Status.Clusters) != 2 || fw.Status.Clusters[0].DesiredReplicas != 3 {
+		t.Errorf("status after the re-shard: %+v", fw.Status.Clusters)
+	}
+}
+
+// A cluster that leaves the placement hands its pods over surge-first: the
+// other member grows to the whole workload before the leaver shrinks, and
+// only then is the leaver's object deleted.
+func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
+	f := newFedFleet(t, "fw-leave", false)
+	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+	a, b := f.clusters[0], f.clusters[1]
+	f.writeDecision(1, b)
+	eventually(t, fwStepTimeout, b+" grown to 6", func() (bool, string) {
+		d := readDep(f.deployment(b))
+		return d.replicas == 6, d.String()
+	})
+	if d := readDep(f.deployment(a)); d.replicas != 3 {
+		t.Fatalf("%s shrank before %s had grown: %v", a, b, d)
+	}
+	f.setStatus(b, 6, 6, 6)
+	eventually(t, fwStepTimeout, a+" scaled to 0", func() (bool, string) {
+		d := readDep(f.deployment(a))
+		return d.replicas == 0, d.String()
+	})
+	f.setStatus(a, 0, 0, 0)
+	eventually(t, fwStepTimeout, a+"'s member object deleted", func() (bool, string) {
+		return f.deployment(a) == nil, readDep(f.deployment(a)).String()
+	})
+	fw := f.ackUntil("the workload settled on one cluster", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return complete(fw) && len(fw.Status.Clusters) == 1
+	})
+	if fw.Status.Clusters[0].Name != b {
+		t.Errorf("clusters %+v", fw.Status.Clusters)
+	}
+}
+
+func statefulSetTemplate(image string) runtime.RawExtension {
+	tmpl := map[string]any{
+		"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"spec": map[string]any{
+			"serviceName": fwName,
+			"selector":    map[string]any{"matchLabels": map[string]any{"app": fwName}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": fwName}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "db", "image": image}}},
+			},
+		},
+	}
+	raw, _ := json.Marshal(tmpl)
+	return runtime.RawExtension{Raw: raw}
+}
+
+// sts is what the test reads of a member StatefulSet.
+type sts struct {
+	exists                             bool
+	generation, observed               int64
+	replicas, partition                int64
+	image                              string
+	stReplicas, stUpdated, stAvailable int64
+}
+
+func (f *fedFleet) statefulSet(c string) (*unstructured.Unstructured, sts) {
+	f.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("StatefulSet")
+	err := f.envs[c].Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: fwName}, u)
+	if apierrors.IsNotFound(err) {
+		return nil, sts{}
+	}
+	if err != nil {
+		f.t.Fatalf("reading the StatefulSet in %s: %v", c, err)
+	}
+	i := func(path ...string) int64 { v, _, _ := unstructured.NestedInt64(u.Object, path...); return v }
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	image, _ := cs[0].(map[string]any)["image"].(string)
+	return u, sts{
+		exists: true, generation: u.GetGeneration(), observed: i("status", "observedGeneration"),
+		replicas: i("spec", "replicas"), partition: i("spec", "updateStrategy", "rollingUpdate", "partition"), image: image,
+		stReplicas: i("status", "replicas"), stUpdated: i("status", "updatedReplicas"), stAvailable: i("status", "availableReplicas"),
+	}
+}
+
+// setStatefulSetStatus writes a member StatefulSet's status, observing its
+// current generation.
+func (f *fedFleet) setStatefulSetStatus(c string, replicas, updated, available int64) {
+	f.t.Helper()
+	u, s := f.statefulSet(c)
+	u.Object["status"] = map[string]any{
+		"observedGeneration": u.GetGeneration(), "replicas": replicas, "updatedReplicas": updated,
+		"availableReplicas": available, "readyReplicas": available, "currentReplicas": replicas - updated,
+	}
+	if err := f.envs[c].Client.Status().Update(context.Background(), u); err != nil {
+		f.t.Fatalf("writing the StatefulSet status in %s: %v", c, err)
+	}
+	f.statusImage[c] = s.image
+}
+
+// Story 2 with StatefulSets (6 pods split 3/3, partition 2, maxUnavailable 1):
+// the hub lowers one member's partition a unit at a time, the other waits, a
+// partition never rises, and exactly 4 pods end on the new revision.
+func TestFederatedWorkload_StatefulSetPartitionIsExactAndNeverRises(t *testing.T) {
+	f := newFedFleet(t, "fw-sts", false)
+	t.Cleanup(func() {
+		for _, env := range f.envs {
+			_ = env.Client.DeleteAllOf(context.Background(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet"}}, client.InNamespace(f.ns))
+		}
+	})
+	mu, ms := intstr.FromInt32(1), intstr.FromInt32(0)
+	fw := &fleetv1alpha1.FederatedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwName},
+		Spec: fleetv1alpha1.FederatedWorkloadSpec{
+			PlacementRef: fleetv1alpha1.PlacementReference{Name: fwPlacement}, Replicas: 6,
+			Template:        statefulSetTemplate("db:1"),
+			RolloutStrategy: fleetv1alpha1.FederatedRolloutStrategy{MaxUnavailable: &mu, MaxSurge: &ms},
+		},
+	}
+	if err := hubEnv.Client.Create(context.Background(), fw); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = hubEnv.Client.Delete(context.Background(), fw)
+		if err := hubEnv.Client.Get(context.Background(), client.ObjectKeyFromObject(fw), fw); err == nil {
+			fw.Finalizers = nil
+			_ = hubEnv.Client.Update(context.Background(), fw)
+		}
+	})
+	for _, c := range f.clusters {
+		eventually(t, fwStepTimeout, "a StatefulSet of 3 in "+c, func() (bool, string) {
+			_, s := f.statefulSet(c)
+			return s.exists && s.replicas == 3 && s.partition == 0, fmt.Sprintf("%+v", s)
+		})
+		f.setStatefulSetStatus(c, 3, 3, 3)
+	}
+	f.waitForCondition("the workload settled", complete)
+
+	fw = f.workload()
+	fw.Spec.Template = statefulSetTemplate("db:2")
+	fw.Spec.RolloutStrategy.Partition = 2
+	if err := hubEnv.Client.Update(context.Background(), fw); err != nil {
+		t.Fatal(err)
+	}
+	lowest := map[string]int64{}
+	deadline := time.Now().Add(90 * time.Second)
+	for step := 0; ; step++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rollout did not complete in 90s")
+		}
+		now := f.workload()
+		if complete(now) && now.Status.ObservedGeneration == now.Generation && now.Status.UpdatedReplicas == 4 {
+			break
+		}
+		var inFlight int64
+		var all []sts
+		for _, c := range f.clusters {
+			_, s := f.statefulSet(c)
+			all = append(all, s)
+			if s.image != "db:2" {
+				continue
+			}
+			if p, seen := lowest[c]; seen && s.partition > p {
+				t.Fatalf("step %d: the partition of %s rose from %d to %d", step, c, p, s.partition)
+			}
+			lowest[c] = s.partition
+			inFlight += max(0, s.replicas-s.partition-s.stUpdated) // allowed to update, not yet updated and available
+		}
+		if inFlight > 1 {
+			t.Fatalf("step %d: %d units may be down at once, maxUnavailable 1: %+v", step, inFlight, all)
+		}
+		moved := false
+		for i, c := range f.clusters {
+			s := all[i]
+			switch {
+			case s.observed < s.generation:
+				updated := s.stUpdated
+				if f.statusImage[c] != s.image {
+					updated = 0
+				}
+				f.setStatefulSetStatus(c, s.stReplicas, updated, s.stAvailable)
+				moved = true
+			case s.image == "db:2" && s.stUpdated < s.replicas-s.partition:
+				// the StatefulSet controller replaces the next ordinal; it comes back ready
+				f.setStatefulSetStatus(c, s.replicas, s.stUpdated+1, s.replicas)
+				moved = true
+			}
+		}
+		if !moved {
+			before := fmt.Sprint(now.Status.Clusters)
+			eventually(t, fwStepTimeout, "the hub's next round", func() (bool, string) {
+				later := f.workload()
+				changed := fmt.Sprint(later.Status.Clusters) != before || complete(later) != complete(now)
+				for i, c := range f.clusters {
+					if _, s := f.statefulSet(c); s.generation != all[i].generation {
+						changed = true
+					}
+				}
+				return changed, fmt.Sprintf("%v %s", later.Status.Clusters, progressing(later).Message)
+			})
+		}
+	}
+	var updated int64
+	for _, c := range f.clusters {
+		_, s := f.statefulSet(c)
+		updated += s.replicas - s.partition
+	}
+	if updated != 4 {
+		t.Errorf("%d units allowed on the new revision at the end, want exactly 6 − partition 2 = 4", updated)
+	}
+}
