@@ -41,25 +41,22 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 	}
 	target, why := pickRevision(owned, want, update.Name)
 	if target == nil {
-		r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed", "%s", why)
-		return true, r.dropRollbackAnnotation(ctx, pcs)
+		return true, r.dropWithOutcome(ctx, pcs, "failed", corev1.EventTypeWarning, "RollbackFailed", "%s", why)
 	}
 	if !slices.ContainsFunc(owned, func(cr appsv1.ControllerRevision) bool { return cr.Name == update.Name }) {
 		// The spec changed and was never seen: rolling back would silently drop
 		// that change. Keep it, and say so.
-		r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
+		return true, r.dropWithOutcome(ctx, pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
 			"the templates changed in the same update as the %s annotation; the change is kept and nothing is rolled back: "+
 				"apply the change or the rollback, one at a time", v1alpha1.AnnotationRollbackTo)
-		return true, r.dropRollbackAnnotation(ctx, pcs)
 	}
 	_, tmpl, err := revision.Decode(target)
 	if err != nil {
 		return false, err
 	}
 	if target.Name == update.Name {
-		r.rollbackOutcome(pcs, "skipped", corev1.EventTypeNormal, "RollbackSkipped",
+		return true, r.dropWithOutcome(ctx, pcs, "skipped", corev1.EventTypeNormal, "RollbackSkipped",
 			"revision %d (%s) is the one the spec already asks for", target.Revision, target.Name)
-		return true, r.dropRollbackAnnotation(ctx, pcs)
 	}
 	next := pcs.DeepCopy()
 	delete(next.Annotations, v1alpha1.AnnotationRollbackTo)
@@ -67,15 +64,25 @@ func (r *Reconciler) rollback(ctx context.Context, pcs *v1alpha1.PodCliqueSet, s
 	// An Update carries the resourceVersion read: a user's change made meanwhile wins.
 	if err := r.Client.Update(ctx, next); err != nil {
 		if isRejected(err) {
-			r.rollbackOutcome(pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
+			return true, r.dropWithOutcome(ctx, pcs, "failed", corev1.EventTypeWarning, "RollbackFailed",
 				"rolling back to revision %d (%s) was refused: %v", target.Revision, target.Name, err)
-			return true, r.dropRollbackAnnotation(ctx, pcs)
 		}
 		return false, fmt.Errorf("rolling back PodCliqueSet %s: %w", pcs.Name, err)
 	}
 	r.rollbackOutcome(next, "started", corev1.EventTypeNormal, "RollbackStarted",
 		"Rolling back to revision %d (%s)", target.Revision, target.Name)
 	return true, nil
+}
+
+// dropWithOutcome removes the annotation of a rollback that does not happen
+// and, once that write went through, records why: a pass on a stale read
+// (whose write conflicts) reports nothing, so every request counts once.
+func (r *Reconciler) dropWithOutcome(ctx context.Context, pcs *v1alpha1.PodCliqueSet, result, eventType, reason, note string, args ...any) error {
+	if err := r.dropRollbackAnnotation(ctx, pcs); err != nil {
+		return err
+	}
+	r.rollbackOutcome(pcs, result, eventType, reason, note, args...)
+	return nil
 }
 
 // rollbackOutcome records how a rollback request ended: an Event, and the
