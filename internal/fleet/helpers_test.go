@@ -1,10 +1,9 @@
 package fleet_test
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -12,23 +11,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/fleet"
 )
 
-// names expands ranges such as "001-100" into cluster001..cluster100, and a
-// single number into one name.
-func names(ranges ...string) []string {
-	var out []string
-	for _, r := range ranges {
-		from, to, found := strings.Cut(r, "-")
-		if !found {
-			to = from
-		}
-		a, _ := strconv.Atoi(from)
-		b, _ := strconv.Atoi(to)
-		for i := a; i <= b; i++ {
-			out = append(out, fmt.Sprintf("cluster%03d", i))
-		}
-	}
-	return out
-}
+var names = fleetsim.ClusterNames
 
 func clusters(ranges ...string) []fleet.Cluster {
 	var out []fleet.Cluster

@@ -6,9 +6,11 @@ import (
 	"context"
 	"strconv"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -48,4 +50,27 @@ func ScalingGroupOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{
 		Namespace: o.GetNamespace(), Name: naming.ScalingGroup(l[v1alpha1.LabelPodCliqueSet], idx, group)}}}
+}
+
+// Listed lists list's kind with opts and asks for every item to be reconciled:
+// the mapping of a change that may concern any of them. A failed list is
+// logged, naming what changed, and maps to nothing (the next change or resync
+// brings the objects back).
+func Listed(ctx context.Context, c client.Reader, list client.ObjectList, change string, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		log.FromContext(ctx).Error(err, "listing objects to reconcile", "change", change)
+		return nil
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "reading a list", "change", change)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, o := range items {
+		if co, ok := o.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+		}
+	}
+	return reqs
 }

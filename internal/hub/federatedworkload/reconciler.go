@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
@@ -111,16 +112,7 @@ func (r *Reconciler) workloadsOfDecision(ctx context.Context, o client.Object) [
 }
 
 func (r *Reconciler) allWorkloads(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list fleetv1alpha1.FederatedWorkloadList
-	if err := r.Client.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing FederatedWorkloads for a MemberCluster change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.FederatedWorkloadList{}, "a MemberCluster")
 }
 
 // Reconcile runs one round: observe the members, plan the grants, apply them,

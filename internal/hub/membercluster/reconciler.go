@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
@@ -93,16 +94,8 @@ func secretKey(mc *fleetv1alpha1.MemberCluster) string {
 // memberClustersOfSecret maps a Secret to the MemberClusters that read it, so a
 // created or fixed Secret is picked up at once.
 func (r *Reconciler) memberClustersOfSecret(ctx context.Context, s client.Object) []reconcile.Request {
-	var list fleetv1alpha1.MemberClusterList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{secretRefIndex: s.GetNamespace() + "/" + s.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing MemberClusters of Secret", "secret", client.ObjectKeyFromObject(s))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.MemberClusterList{}, "Secret "+s.GetNamespace()+"/"+s.GetName(),
+		client.MatchingFields{secretRefIndex: s.GetNamespace() + "/" + s.GetName()})
 }
 
 // Reconcile probes one member, records what it found and looks again after

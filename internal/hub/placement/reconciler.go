@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/fleet"
@@ -64,16 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // allPlacements maps a MemberCluster change to every Placement: any of them may
 // select it.
 func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list fleetv1alpha1.PlacementList
-	if err := r.Client.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Placements for a MemberCluster change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.PlacementList{}, "a MemberCluster")
 }
 
 // Reconcile reads the selected clusters and the slices, plans, records the plan

@@ -48,22 +48,7 @@ const (
 	settleTimeout = 90 * time.Second
 )
 
-// clusterNames expands "001-150" into cluster001..cluster150.
-func clusterNames(ranges ...string) []string {
-	var out []string
-	for _, r := range ranges {
-		from, to, found := strings.Cut(r, "-")
-		if !found {
-			to = from
-		}
-		a, _ := strconv.Atoi(from)
-		b, _ := strconv.Atoi(to)
-		for i := a; i <= b; i++ {
-			out = append(out, fmt.Sprintf("cluster%03d", i))
-		}
-	}
-	return out
-}
+var clusterNames = fleetsim.ClusterNames
 
 // scene is what the test believes about the hub: every MemberCluster's labels
 // and readiness and the placement's group strategy. The expected layout is

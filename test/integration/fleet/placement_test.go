@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,22 +30,7 @@ import (
 // their Ready condition from the test, not from probes, so only the Placement
 // controller runs.
 
-// names expands ranges such as "001-100" into cluster001..cluster100.
-func names(ranges ...string) []string {
-	var out []string
-	for _, r := range ranges {
-		from, to, found := strings.Cut(r, "-")
-		if !found {
-			to = from
-		}
-		a, _ := strconv.Atoi(from)
-		b, _ := strconv.Atoi(to)
-		for i := a; i <= b; i++ {
-			out = append(out, fmt.Sprintf("cluster%03d", i))
-		}
-	}
-	return out
-}
+var names = fleetsim.ClusterNames
 
 // ensureFleet registers cluster000..cluster250 and puts them in their starting
 // state: all Ready, label "s1" "yes" on cluster001..cluster150 (cluster000
