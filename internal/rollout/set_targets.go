@@ -244,7 +244,8 @@ func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *
 }
 
 // frozenTarget keeps a child where it is while paused: its target revision stays
-// and its updated count may not grow (nor shrink). A child created while paused runs the
+// and its updated count may not grow (nor shrink) beyond the replacements
+// already under way when the pause began. A child created while paused runs the
 // current revision.
 func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 	if rv.target == nil {
@@ -253,11 +254,26 @@ func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 		return &Target{Type: p.childType(), SetRevision: p.in.Revisions.Current.Name, UpdateRevision: cur, CurrentRevision: cur}
 	}
 	t := *rv.target
-	n := levelStatus(rv.replicas, t.UpdateRevision, rv.units).UpdatedReplicas
-	if p.in.Previous.Paused && t.MaxUpdated != nil && *t.MaxUpdated > n {
-		// The cap was frozen by an earlier paused plan: a unit updated before
-		// the pause and deleted since comes back updated, not on the old revision.
-		n = *t.MaxUpdated
+	pol := Policy{Replicas: rv.replicas, UpdateRevision: t.UpdateRevision, CurrentRevision: t.UpdateRevision}
+	v := observeLevel(pol, Fenceposts{MaxUnavailable: 1}, rv.units, false)
+	n := v.updatedRegular
+	switch {
+	case p.in.Previous.Paused:
+		if t.MaxUpdated != nil && *t.MaxUpdated > n {
+			// The cap was frozen by an earlier paused plan: a unit updated before
+			// the pause and deleted since comes back updated, not on the old revision.
+			n = *t.MaxUpdated
+		}
+	default:
+		// The first paused plan: an index emptied before the pause (a
+		// replacement under way) is refilled on the update revision, as it would
+		// have been, within the cap it was emptied under. It never comes back
+		// on the old revision.
+		room := v.vacancies
+		if t.MaxUpdated != nil {
+			room = min(room, max(0, *t.MaxUpdated-n))
+		}
+		n += room
 	}
 	t.MaxUpdated = ptr.To(n)
 	return &t

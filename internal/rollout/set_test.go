@@ -549,13 +549,51 @@ func TestPaused_ADeletedUpdatedUnitComesBackUpdated(t *testing.T) {
 	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 2" {
 		t.Fatalf("prefill %s, want the cap kept at 2 so the deleted pod comes back on v2", got)
 	}
-	// The first paused plan freezes at what it sees.
+	// The first paused plan freezes at what it sees, the empty index included.
 	plan = planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: Progress{UpdateRevision: "v2"}})
-	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 1" {
-		t.Fatalf("prefill %s on the first paused plan, want frozen at 1", got)
+	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 2" {
+		t.Fatalf("prefill %s on the first paused plan, want frozen at 2", got)
 	}
 	if !plan.Status.Progress.Paused {
 		t.Fatal("a paused plan must say so in its progress")
+	}
+}
+
+// A replacement under way when the pause arrives (an outdated pod deleted for
+// the update, its index not refilled yet) finishes on the update revision: the
+// first paused plan freezes the cap with that index counted, within the cap it
+// was deleted under. An index emptied beyond that cap comes back old.
+func TestPaused_AReplacementUnderWayFinishesOnTheUpdateRevision(t *testing.T) {
+	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) { s.Paused = true })
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	for _, tc := range []struct {
+		name string
+		cap  *int32
+		want string
+	}{
+		{"no cap", nil, "prefill@v2 cap 2"},
+		{"cap with room", ptr.To[int32](2), "prefill@v2 cap 2"},
+		{"cap reached", ptr.To[int32](1), "prefill@v2 cap 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := steadyReplicas(spec, "v1")
+			prefill := &obs[0].Cliques[1]
+			prefill.Pods[0].Revision = "prefill@v2"
+			prefill.Pods[1].Terminating = true // outdated, deleted for the update
+			prefill.Target = &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: "v2", UpdateRevision: "prefill@v2", CurrentRevision: "prefill@v1", MaxUpdated: tc.cap}
+			plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: Progress{UpdateRevision: "v2"}})
+			if got := capString(targetOf(plan, 0, "prefill")); got != tc.want {
+				t.Fatalf("prefill %s on the first paused plan, want %s", got, tc.want)
+			}
+			// The next paused plan keeps the frozen cap while the old pod is gone.
+			next := obs
+			next[0].Cliques[1].Pods = slices.Delete(slices.Clone(prefill.Pods), 1, 2)
+			next[0].Cliques[1].Target = targetOf(plan, 0, "prefill")
+			again := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: next, Previous: plan.Status.Progress})
+			if got := capString(targetOf(again, 0, "prefill")); got != tc.want {
+				t.Fatalf("prefill %s on the next paused plan, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

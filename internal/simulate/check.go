@@ -17,6 +17,10 @@ type checker struct {
 	updated  map[roleKey]int32
 	outdated map[int32]bool // replica had live outdated units at the previous pass
 	prefix   map[int32]int  // role steps satisfied so far, per replica
+	// underWay, while paused, is how many updated units each role may reach:
+	// those it had when the pause began plus its indices emptied by then (a
+	// replacement under way finishes on the update revision). Nil when not paused.
+	underWay map[roleKey]int32
 }
 
 // roleKey names a role of a replica at one of its template revisions.
@@ -32,6 +36,7 @@ func newChecker() *checker {
 // plan checks the actions of one plan against the state they were planned on.
 func (c *checker) plan(s *sim, in rollout.SetInput, tree rollout.TreePlan) string {
 	hold := invariant.HoldOf(s.spec)
+	c.notePause(hold, in, tree, s.spec)
 	if v := checkLevel("podcliqueset", tree.Set.Policy, s.replicaUnits(in), tree.Set.Creates, tree.Set.Deletes); v != "" {
 		return v
 	}
@@ -53,6 +58,35 @@ func (c *checker) plan(s *sim, in rollout.SetInput, tree rollout.TreePlan) strin
 		}
 	}
 	return ""
+}
+
+// notePause records, on the first plan made while paused, the updated units each
+// role may still reach: the ones it has plus its empty or terminating indices.
+func (c *checker) notePause(hold invariant.Hold, in rollout.SetInput, tree rollout.TreePlan, spec *v1alpha1.PodCliqueSetSpec) {
+	if !hold.Paused {
+		c.underWay = nil
+		return
+	}
+	if c.underWay != nil {
+		return
+	}
+	c.underWay = map[roleKey]int32{}
+	for _, cp := range tree.Children {
+		if cp.Kind == rollout.KindMember {
+			continue
+		}
+		var live, updated int32
+		for _, u := range childUnits(in, cp, spec) {
+			if u.Terminating || u.Index < 0 || u.Index >= cp.Policy.Replicas {
+				continue
+			}
+			live++
+			if u.Revision == cp.Policy.UpdateRevision {
+				updated++
+			}
+		}
+		c.underWay[roleKey{cp.Replica, cp.Role, cp.Policy.UpdateRevision}] = updated + max(0, cp.Policy.Replicas-live)
+	}
 }
 
 // heldDelete: a deletion for an update moves its PCS replica toward the target.
@@ -287,7 +321,8 @@ func (c *checker) state(s *sim) string {
 			// for this revision, so a unit deleted by hand may come back
 			prev, seen := c.updated[k]
 			if seen && st.updated > prev && s.roleChanging(st.name) {
-				if v := first(invariant.CheckHeld(hold, r.index, fmt.Sprintf("updated units of role %s grew %d -> %d", st.name, prev, st.updated))); v != "" {
+				finishing := hold.Paused && r.index >= hold.Partition && st.updated <= c.underWay[k]
+				if v := first(invariant.CheckHeld(hold, r.index, fmt.Sprintf("updated units of role %s grew %d -> %d", st.name, prev, st.updated))); v != "" && !finishing {
 					return v
 				}
 				if hadOutdated {

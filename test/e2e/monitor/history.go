@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"time"
+
 	"github.com/lockstep-dev/lockstep/internal/invariant"
 )
 
@@ -17,6 +19,45 @@ type history struct {
 	updating map[replicaTarget]bool
 	// lastRan is what each role of each PCS replica ran the last time it had pods.
 	lastRan map[roleKey][]cliqueHash
+	// slots is what happened last at each pod index.
+	slots map[slotKey]slot
+}
+
+// slotKey is one pod index of one clique (of one scaling-group replica).
+type slotKey struct {
+	replica      int32
+	group        string
+	groupReplica int32
+	clique       string
+	index        int32
+}
+
+// slot: the template hash of the last pod created at an index, and whether and
+// when the operator (not the test) emptied it since.
+type slot struct {
+	hash        string
+	emptiedAt   time.Time
+	byOperator  bool
+	everCreated bool
+}
+
+func slotOf(ev Event) slotKey {
+	return slotKey{ev.Replica, ev.Group, ev.GroupReplica, ev.Clique, ev.Index}
+}
+
+// note takes in a pod event after the checks have seen it.
+func (h *history) note(ev Event) {
+	k := slotOf(ev)
+	switch ev.Kind {
+	case PodCreated:
+		h.slots[k] = slot{hash: ev.TemplateHash, everCreated: true}
+	case PodDeleting, PodDeleted:
+		s := h.slots[k]
+		if s.emptiedAt.IsZero() {
+			s.emptiedAt, s.byOperator = ev.Time, !ev.Announced
+			h.slots[k] = s
+		}
+	}
 }
 
 type replicaTarget struct {
@@ -34,7 +75,7 @@ type cliqueHash struct {
 }
 
 func newHistory() *history {
-	return &history{stepsDone: map[replicaTarget]int{}, updating: map[replicaTarget]bool{}, lastRan: map[roleKey][]cliqueHash{}}
+	return &history{stepsDone: map[replicaTarget]int{}, updating: map[replicaTarget]bool{}, lastRan: map[roleKey][]cliqueHash{}, slots: map[slotKey]slot{}}
 }
 
 // advance takes in a snapshot that the checks have passed on.

@@ -236,7 +236,10 @@ func surgeUnit(t *target, p podState) bool {
 
 // checkHeld: below the partition and while paused a role must not move to the
 // target. A pod may be created on the target only where its role (in that PCS
-// replica) runs nothing else, or never ran anything (a brand-new role).
+// replica) runs nothing else, or never ran anything (a brand-new role). While
+// paused, an index also comes back on the target when its last pod ran the
+// target (nothing moves backward), or when the operator emptied it before it saw
+// the pause (a replacement under way finishes).
 func checkHeld(t *target, h *history, before, after *snapshot, ev Event) []Violation {
 	if ev.Kind != PodCreated {
 		return nil
@@ -244,6 +247,13 @@ func checkHeld(t *target, h *history, before, after *snapshot, ev Event) []Viola
 	p, ok := after.pods[ev.Name]
 	if !ok || !t.updated(p) {
 		return nil
+	}
+	if t.hold.Paused && p.Replica >= t.hold.Partition {
+		s := h.slots[slotOf(ev)]
+		underWay := s.byOperator && (t.observedAt.IsZero() || !s.emptiedAt.After(t.observedAt))
+		if s.everCreated && (s.hash == p.TemplateHash || underWay) {
+			return nil
+		}
 	}
 	off := map[string]bool{}
 	for _, r := range h.ran(before, p.Replica, p.role()) {

@@ -227,6 +227,7 @@ func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
 		if !r.setGone {
 			r.record(r.check(now, before, after, ev))
 		}
+		r.hist.note(ev)
 	}
 	r.snap = after
 	r.hist.advance(r.specs.live(now), after)

@@ -23,6 +23,9 @@ type target struct {
 	key   string
 	hold  invariant.Hold
 	steps []invariant.Step
+	// observedAt is when the PodCliqueSet status first reported this spec's
+	// generation: the operator plans with it from then on. Zero until then.
+	observedAt time.Time
 }
 
 func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
@@ -191,6 +194,7 @@ func (s *specTracker) observe(generation int64, now time.Time) bool {
 		e := &s.entries[i]
 		if e.observedAt.IsZero() && e.target.generation <= generation {
 			e.observedAt, changed = now, true
+			e.target.observedAt = now
 		}
 	}
 	return changed
