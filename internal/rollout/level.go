@@ -182,6 +182,9 @@ type levelView struct {
 	// occupied[i] says whether index i holds a unit, terminating or not. Indices
 	// beyond its length cannot influence a lowest-free-index search.
 	occupied []bool
+	// leaving[i]: index i < Replicas holds only terminating units. A refill will
+	// take it, so it keeps its claim on the cap ahead of higher empty indices.
+	leaving []bool
 
 	total, live, scheduled, ready, available int32
 	updatedRegular, updatedReadyRegular      int32
@@ -209,6 +212,12 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 		u := &units[i]
 		if withOccupancy && u.Index >= 0 && int(u.Index) < len(v.occupied) {
 			v.occupied[u.Index] = true
+		}
+		if withOccupancy && u.Terminating && u.Index >= 0 && u.Index < p.Replicas {
+			if v.leaving == nil {
+				v.leaving = make([]bool, p.Replicas)
+			}
+			v.leaving[u.Index] = true
 		}
 		v.total++
 		if u.Terminating {
@@ -248,6 +257,13 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 		} else {
 			nFailed++
 			buf[len(buf)-nFailed] = int32(i)
+		}
+	}
+	if v.leaving != nil {
+		for i := range units {
+			if u := &units[i]; !u.Terminating && u.Index >= 0 && u.Index < p.Replicas {
+				v.leaving[u.Index] = false
+			}
 		}
 	}
 	v.healthy, v.failed = buf[:nHealthy:nHealthy], buf[len(buf)-nFailed:]
@@ -300,6 +316,9 @@ func (v *levelView) creates() []Create {
 	fillRoom := v.capRoom()
 	for i := int32(0); i < v.p.Replicas && total < v.maxTotal(); i++ {
 		if v.occupied[i] {
+			if v.leaving != nil && v.leaving[i] && i >= v.p.Partition && fillRoom > 0 {
+				fillRoom-- // its refill comes later and goes first
+			}
 			continue
 		}
 		rev := v.p.CurrentRevision

@@ -340,6 +340,26 @@ func TestRollingUpdate_MaxUpdatedCapsTheUpdateAndRecreatesAtOldRevision(t *testi
 	}
 }
 
+// A capped level with an index still terminating (emptied for the update) and a
+// lower-claim empty index (a scale-out): the terminating index keeps the cap's
+// room, so the new index is filled on the old revision and the replacement under
+// way comes back new once its predecessor is gone.
+func TestRollingUpdate_ATerminatingIndexKeepsItsClaimOnTheCap(t *testing.T) {
+	one := int32(1)
+	p := Policy{Replicas: 3, MaxUpdated: &one, UpdateRevision: "new", CurrentRevision: "old"}
+	units := steadyUnits(2, "old")
+	units[0].Terminating = true
+	plan, _ := PlanLevel(p, units)
+	if want := []Create{{Index: 2, Revision: "old"}}; !slices.Equal(plan.Creates, want) {
+		t.Fatalf("creates %v, want %v", plan.Creates, want)
+	}
+	units = append(units[1:], Unit{Index: 2, Revision: "old", Available: true, Ready: true, Scheduled: true})
+	plan, _ = PlanLevel(p, units)
+	if want := []Create{{Index: 0, Revision: "new"}}; !slices.Equal(plan.Creates, want) {
+		t.Fatalf("creates %v, want %v", plan.Creates, want)
+	}
+}
+
 func TestRollingUpdate_NewRevisionMidRolloutRetargets(t *testing.T) {
 	p := Policy{Replicas: 3, UpdateRevision: "v2", CurrentRevision: "v1"}
 	k := newTicker(t, p, steadyUnits(3, "v1"))

@@ -230,10 +230,31 @@ func (p *setPlanner) replicaPolicy() Policy {
 	pol.Type = v1alpha1.RollingUpdateStrategyType
 	pol.MaxUnavailable, pol.MaxSurge = p.shape.setLimits()
 	if p.paused() {
-		frozen := countUnits(p.replicaUnits(), func(u *Unit) bool { return u.Index < p.shape.replicas && u.Revision == rev.Update.Name })
+		units := p.replicaUnits()
+		frozen := countUnits(units, func(u *Unit) bool { return u.Index < p.shape.replicas && u.Revision == rev.Update.Name })
+		frozen += int32(len(p.recreationsUnderWay(units)))
 		pol.MaxUpdated = &frozen
 	}
 	return pol
+}
+
+// recreationsUnderWay are the ReplicaRecreate replicas the last plan was
+// recreating whose index is empty or terminating now: while paused they come
+// back on the update revision, never on the old one.
+func (p *setPlanner) recreationsUnderWay(units []Unit) []int32 {
+	live := map[int32]bool{}
+	for _, u := range units {
+		if !u.Terminating {
+			live[u.Index] = true
+		}
+	}
+	var out []int32
+	for _, r := range p.in.Previous.UpdatingReplicas {
+		if r.Index >= max(p.shape.partition, 0) && r.Index < p.shape.replicas && !live[r.Index] {
+			out = append(out, r.Index)
+		}
+	}
+	return out
 }
 
 func (p *setPlanner) replicaUnits() []Unit {

@@ -37,6 +37,16 @@ func (p *setPlanner) rolloutActive() bool {
 
 func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
 	u := &updatingSet{}
+	if p.paused() && p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
+		// A recreation under way when the pause came goes on until the replica
+		// is up on the update revision; nothing new starts.
+		for _, prev := range p.in.Previous.UpdatingReplicas {
+			if v := p.view(prev.Index); v != nil && p.isRecreating(v, level) {
+				u.progress = append(u.progress, p.replicaProgress(v.index, prev.Surge, nil))
+			}
+		}
+		return u
+	}
 	if p.paused() || !p.rolloutActive() {
 		// Without a revision change, a replica short of units is only scaling.
 		return u
@@ -57,6 +67,20 @@ func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
 		}
 	}
 	return u
+}
+
+func (p *setPlanner) view(index int32) *replicaView {
+	for _, v := range p.views {
+		if v.index == index && (v.obs == nil || !v.obs.Terminating) {
+			return v
+		}
+	}
+	for _, v := range p.views {
+		if v.index == index {
+			return v
+		}
+	}
+	return nil
 }
 
 // isRecreating reports whether a PCS replica is part of a ReplicaRecreate update
@@ -221,11 +245,12 @@ func (p *setPlanner) childType() v1alpha1.UpdateStrategyType {
 
 func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *Target {
 	role := rv.shape.name
+	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
+		// paused or not: a replica runs the revision it was made from
+		return p.pinnedTarget(v, rv)
+	}
 	if p.paused() {
 		return p.frozenTarget(rv)
-	}
-	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
-		return p.pinnedTarget(v, rv)
 	}
 	t := &Target{Type: p.childType(), SetRevision: p.in.Revisions.Update.Name,
 		UpdateRevision: p.updateRoleRevision(role), CurrentRevision: p.currentRoleRevision(role)}

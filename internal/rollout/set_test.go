@@ -314,6 +314,40 @@ func TestReplicaRecreate_KeepsEveryChildOnItsReplicaRevision(t *testing.T) {
 	}
 }
 
+// A ReplicaRecreate replica deleted for the update just before the pause is
+// recreated on the update revision, not the old one, and stays in the progress
+// until it is up; nothing else starts.
+func TestReplicaRecreate_PauseLetsARecreationUnderWayFinish(t *testing.T) {
+	spec := threeRoles(3, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy = v1alpha1.PodCliqueSetUpdateStrategy{Type: v1alpha1.ReplicaRecreateStrategyType}
+		s.Paused = true
+	})
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	before := Progress{UpdateRevision: "v2", UpdatingReplicas: []ReplicaProgress{{Index: 0, StartedAt: epoch}}}
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Terminating = true // deleted by the last plan before the pause
+	plan := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Previous: before})
+	if len(plan.Deletes) != 0 || len(plan.Creates) != 0 {
+		t.Fatalf("while replica 0 terminates: creates %v deletes %v, want none", plan.Creates, plan.Deletes)
+	}
+	if got := plan.Status.Progress.UpdatingReplicas; len(got) != 1 || got[0].Index != 0 {
+		t.Fatalf("updating replicas %+v, want replica 0 still under way", got)
+	}
+	// replica 0 is gone: it comes back on v2, and only it
+	plan = planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs[1:], Previous: plan.Status.Progress})
+	if want := []Create{{Index: 0, Revision: "v2"}}; !slices.Equal(plan.Creates, want) {
+		t.Fatalf("creates %v, want %v", plan.Creates, want)
+	}
+	if len(plan.Deletes) != 0 {
+		t.Fatalf("deletes %v while paused", plan.Deletes)
+	}
+	// without a recreation under way the pause creates nothing on v2
+	plan = planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs[1:], Previous: Progress{UpdateRevision: "v2", Paused: true}})
+	if want := []Create{{Index: 0, Revision: "v1"}}; !slices.Equal(plan.Creates, want) {
+		t.Fatalf("creates %v, want %v (a replica deleted by hand while paused)", plan.Creates, want)
+	}
+}
+
 func TestOnDelete_TargetsMoveAndTheOperatorsPartEndsAtOnce(t *testing.T) {
 	spec := threeRoles(1, func(s *v1alpha1.PodCliqueSetSpec) {
 		s.UpdateStrategy = v1alpha1.PodCliqueSetUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType}

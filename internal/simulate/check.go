@@ -21,6 +21,10 @@ type checker struct {
 	// those it had when the pause began plus its indices emptied by then (a
 	// replacement under way finishes on the update revision). Nil when not paused.
 	underWay map[roleKey]int32
+	// replicasUnderWay, while paused, are the PCS replicas that were empty or
+	// terminating when the pause began: a ReplicaRecreate recreation under way
+	// brings them back on the update revision.
+	replicasUnderWay map[int32]bool
 }
 
 // roleKey names a role of a replica at one of its template revisions.
@@ -64,13 +68,22 @@ func (c *checker) plan(s *sim, in rollout.SetInput, tree rollout.TreePlan) strin
 // role may still reach: the ones it has plus its empty or terminating indices.
 func (c *checker) notePause(hold invariant.Hold, in rollout.SetInput, tree rollout.TreePlan, spec *v1alpha1.PodCliqueSetSpec) {
 	if !hold.Paused {
-		c.underWay = nil
+		c.underWay, c.replicasUnderWay = nil, nil
 		return
 	}
 	if c.underWay != nil {
 		return
 	}
-	c.underWay = map[roleKey]int32{}
+	c.underWay, c.replicasUnderWay = map[roleKey]int32{}, map[int32]bool{}
+	if spec.UpdateStrategy.Type == v1alpha1.ReplicaRecreateStrategyType {
+		live := map[int32]bool{}
+		for _, r := range in.Replicas {
+			live[r.Index] = live[r.Index] || !r.Terminating
+		}
+		for i := max(hold.Partition, 0); i < *spec.Replicas; i++ {
+			c.replicasUnderWay[i] = !live[i]
+		}
+	}
 	for _, cp := range tree.Children {
 		if cp.Kind == rollout.KindMember {
 			continue
@@ -321,7 +334,7 @@ func (c *checker) state(s *sim) string {
 			// for this revision, so a unit deleted by hand may come back
 			prev, seen := c.updated[k]
 			if seen && st.updated > prev && s.roleChanging(st.name) {
-				finishing := hold.Paused && r.index >= hold.Partition && st.updated <= c.underWay[k]
+				finishing := hold.Paused && r.index >= hold.Partition && (st.updated <= c.underWay[k] || c.replicasUnderWay[r.index])
 				if v := first(invariant.CheckHeld(hold, r.index, fmt.Sprintf("updated units of role %s grew %d -> %d", st.name, prev, st.updated))); v != "" && !finishing {
 					return v
 				}

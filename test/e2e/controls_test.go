@@ -144,10 +144,13 @@ func TestPause_HoldsRevisionsWhileScalingWorks(t *testing.T) {
 	pausedAt := time.Now()
 	v2Revision := held.pcs.Status.UpdateRevision
 	t.Logf("paused %s into the rollout with the pods at\n%s", sinceStart(pausedAt, start), held.layout)
-	// Replicas the rollout has not reached: they must stay wholly on v1.
+	// Replicas the rollout has not reached (every pod there, on v1): they must
+	// stay wholly on v1. A replica with a pod missing has a replacement under
+	// way, which finishes on v2.
 	var untouched []int
+	v1 := aggRoles("v1", 2)
 	for r := range replicas {
-		if !strings.Contains(held.layout[fmt.Sprintf("%d/frontend", r)]+held.layout[fmt.Sprintf("%d/agg-worker", r)], "v2") {
+		if held.layout[fmt.Sprintf("%d/frontend", r)] == v1["frontend"] && held.layout[fmt.Sprintf("%d/agg-worker", r)] == v1["agg-worker"] {
 			untouched = append(untouched, r)
 		}
 	}
