@@ -40,6 +40,7 @@ type Options struct {
 func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 	if err := (&membercluster.Reconciler{
 		Client:        mgr.GetClient(),
+		SecretReader:  mgr.GetAPIReader(),
 		Members:       reg,
 		Recorder:      mgr.GetEventRecorder("lockstep-hub-membercluster"),
 		ProbeInterval: o.ProbeInterval,

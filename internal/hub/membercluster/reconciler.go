@@ -52,13 +52,20 @@ const secretRefIndex = "spec.kubeconfigSecretRef"
 
 // Reconciler probes MemberClusters.
 type Reconciler struct {
-	Client   client.Client
-	Members  *members.Registry
-	Recorder events.EventRecorder
+	Client client.Client
+	// SecretReader reads kubeconfig Secrets past the cache (the manager's API
+	// reader), so the hub never holds every Secret of its cluster: it watches
+	// Secrets' metadata only and reads one again when its resourceVersion
+	// moves. Nil reads through Client.
+	SecretReader client.Reader
+	Members      *members.Registry
+	Recorder     events.EventRecorder
 	// ProbeInterval and ProbeTimeout default to DefaultProbeInterval and
 	// DefaultProbeTimeout.
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
+
+	secrets secretCopies
 }
 
 // SetupWithManager registers the controller, its Secret index and the registry.
@@ -79,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("membercluster").
 		For(&fleetv1alpha1.MemberCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.memberClustersOfSecret)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.memberClustersOfSecret), builder.OnlyMetadata).
 		// Probes wait on the network, up to a timeout each: many at once keep a
 		// fleet of unreachable members from delaying the others' probes.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 32}).
@@ -142,8 +149,8 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 	if key == "" {
 		key = fleetv1alpha1.DefaultKubeconfigKey
 	}
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
+	data, err := r.secretData(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "", Probe{Reason: fleetv1alpha1.ReasonSecretNotFound,
 				Message: fmt.Sprintf("Secret %s/%s does not exist; create it with the member's kubeconfig under key %q", ref.Namespace, ref.Name, key)}
@@ -151,14 +158,14 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 		return nil, "", Probe{Reason: fleetv1alpha1.ReasonSecretNotFound,
 			Message: fmt.Sprintf("reading Secret %s/%s: %v", ref.Namespace, ref.Name, err)}
 	}
-	data, ok := s.Data[key]
-	if !ok || len(data) == 0 {
+	kubeconfig, ok := data[key]
+	if !ok || len(kubeconfig) == 0 {
 		return nil, "", Probe{Reason: fleetv1alpha1.ReasonKubeconfigKeyMissing,
 			Message: fmt.Sprintf("Secret %s/%s has no data under key %q", ref.Namespace, ref.Name, key)}
 	}
-	sum := sha256.Sum256(data)
+	sum := sha256.Sum256(kubeconfig)
 	identity := hex.EncodeToString(sum[:])
-	cfg, err := restConfigFromKubeconfig(data)
+	cfg, err := restConfigFromKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, identity, Probe{Reason: fleetv1alpha1.ReasonKubeconfigInvalid,
 			Message: fmt.Sprintf("Secret %s/%s key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, key, err)}

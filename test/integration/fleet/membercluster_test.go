@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
@@ -322,4 +324,44 @@ func (p *proxy) open() {
 		p.t.Fatalf("reopening the proxy on %s: %v", p.addr, err)
 	}
 	p.serve(ln)
+}
+
+// The hub reads a member's kubeconfig Secret past its cache and watches only
+// Secrets' metadata: its cache holds no Secret of the hub cluster, while a
+// MemberCluster still becomes Ready from one.
+func TestMemberCluster_TheHubCachesNoSecret(t *testing.T) {
+	ns := newNamespace(t, "mc-nosecrets")
+	opts := hubEnv.ManagerOptions()
+	// a read of a type nobody watches fails instead of starting an informer
+	opts.Cache.ReaderFailOnMissingInformer = true
+	mgr, err := ctrl.NewManager(hubEnv.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
+	if err := hub.Setup(mgr, reg, testProbes); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	createSecret(t, ns, "mc-nosecrets", map[string][]byte{"kubeconfig": memberKubeconfig(t, nil)})
+	createMemberCluster(t, "mc-nosecrets", ns, "mc-nosecrets", nil)
+	waitForReady(t, "mc-nosecrets", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+
+	var notCached *cache.ErrResourceNotCached
+	if err := mgr.GetCache().List(ctx, &corev1.SecretList{}); !errors.As(err, &notCached) {
+		t.Fatalf("listing Secrets from the hub's cache: %v, want ErrResourceNotCached (the hub must not cache Secrets)", err)
+	}
+	var metas metav1.PartialObjectMetadataList
+	metas.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := mgr.GetCache().List(ctx, &metas, client.InNamespace(ns)); err != nil || len(metas.Items) != 1 {
+		t.Fatalf("Secret metadata in the hub's cache: %d items, %v; want the one kubeconfig Secret", len(metas.Items), err)
+	}
 }
