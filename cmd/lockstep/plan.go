@@ -42,9 +42,12 @@ type planOptions struct {
 	grace   time.Duration
 	output  string
 	svg     string
+	// clusters are the members of a FederatedWorkload plan.
+	clusters []string
 }
 
-const planLong = `Simulate the rollout from one PodCliqueSet manifest to the next, offline.
+const planLong = `Simulate the rollout from one PodCliqueSet (or FederatedWorkload) manifest to the
+next, offline.
 
 plan runs the same planner as the operator against a model cluster in simulated
 time: pods become ready --startup after they are created (varied by --jitter,
@@ -55,6 +58,13 @@ with the progress of each role, the result and summary figures.
 Both manifests are defaulted and validated as the cluster would (the second as an
 update of the first); invalid input is refused with every error.
 
+Given two FederatedWorkloads and the member clusters (--cluster), plan divides
+the replicas as the hub would and plays the fleet rollout wave by wave: the
+hub's planner hands out grants under the one global budget, each member's own
+controller acts on its grant, and new units become available --startup later.
+It prints every wave (the fleet against its floor and ceiling, each cluster's
+updated units and grant) and the result.
+
 Exit status: 0 when the rollout completes (or there is nothing to roll, or it
 stalls only because of an injected fault), 1 on an invariant violation or an
 unexplained stall, 2 on invalid flags or manifests.`
@@ -62,7 +72,8 @@ unexplained stall, 2 on invalid flags or manifests.`
 const planExample = `  lockstep plan -f current.yaml -f new.yaml
   lockstep plan -f current.yaml -f new.yaml --startup 45s --jitter 20% --seed 7
   lockstep plan -f current.yaml -f new.yaml --fail role=decode,after=2
-  kubectl get pcs disagg -o yaml | lockstep plan -f - -f new.yaml --output json --svg plan.svg`
+  kubectl get pcs disagg -o yaml | lockstep plan -f - -f new.yaml --output json --svg plan.svg
+  lockstep plan -f web.yaml -f web-v2.yaml --cluster eu-1:region=eu --cluster us-1:region=us --startup 20s`
 
 func newPlanCommand() *cobra.Command {
 	return buildPlanCommand(os.Stdin, os.Exit)
@@ -93,7 +104,7 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:     "plan -f CURRENT.yaml -f NEW.yaml [flags]",
-		Short:   "Simulate a PodCliqueSet rollout offline and show its timeline",
+		Short:   "Simulate a PodCliqueSet or FederatedWorkload rollout offline and show its timeline",
 		Long:    planLong,
 		Example: planExample,
 		Args: func(c *cobra.Command, args []string) error {
@@ -129,12 +140,22 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready. Repeatable.")
 	f.DurationVar(&o.grace, "grace", 0, "How long a deleted pod takes to go away.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json.")
-	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role over time to this file.")
+	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role (per cluster for a FederatedWorkload) over time to this file.")
+	f.StringArrayVar(&o.clusters, "cluster", nil,
+		"FederatedWorkloads: a member cluster the workload is placed on, NAME[:LABEL=VALUE,...] (the labels its division.weights select on). Repeatable.")
 	return cmd
 }
 
 // run does the work and returns the exit status.
 func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	stdin, fleet, err := o.isFleet(stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return exitBadInput
+	}
+	if fleet {
+		return o.runFleet(stdin, stdout, stderr)
+	}
 	in, errs := o.input(stdin, stderr)
 	if len(errs) > 0 {
 		for _, err := range errs {
@@ -146,7 +167,7 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		return o.nothingToRoll(in, stdout, stderr)
 	}
 	p := planview.Simulate(in)
-	var err error
+
 	if o.output == "json" {
 		err = planview.WriteJSON(stdout, p)
 	} else {
@@ -332,6 +353,24 @@ func roleNames(t *v1alpha1.PodCliqueSetTemplateSpec) []string {
 // (the replicas of cliques and scaling groups), and rejects unknown fields as
 // kubectl's strict field validation would.
 func readManifest(name string, stdin io.Reader) (*v1alpha1.PodCliqueSet, error) {
+	obj, err := readObject(name, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if api, kind := obj["apiVersion"], obj["kind"]; api != v1alpha1.GroupVersion.String() || kind != "PodCliqueSet" {
+		return nil, fmt.Errorf("%s: want apiVersion %s, kind PodCliqueSet; found apiVersion %v, kind %v",
+			name, v1alpha1.GroupVersion.String(), api, kind)
+	}
+	schemaDefaults(obj)
+	pcs := &v1alpha1.PodCliqueSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, pcs, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pcs, nil
+}
+
+// readObject reads the one YAML or JSON object of a file ("-": stdin).
+func readObject(name string, stdin io.Reader) (map[string]any, error) {
 	var data []byte
 	var err error
 	if name == "-" {
@@ -357,7 +396,7 @@ func readManifest(name string, stdin io.Reader) (*v1alpha1.PodCliqueSet, error) 
 		}
 	}
 	if len(docs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one PodCliqueSet, found %d YAML documents", name, len(docs))
+		return nil, fmt.Errorf("%s: want exactly one PodCliqueSet or FederatedWorkload, found %d YAML documents", name, len(docs))
 	}
 	js, err := yaml.YAMLToJSON(docs[0])
 	if err != nil {
@@ -367,16 +406,7 @@ func readManifest(name string, stdin io.Reader) (*v1alpha1.PodCliqueSet, error) 
 	if err := utiljson.Unmarshal(js, &obj); err != nil || obj == nil {
 		return nil, fmt.Errorf("%s: not a YAML or JSON object", name)
 	}
-	if api, kind := obj["apiVersion"], obj["kind"]; api != v1alpha1.GroupVersion.String() || kind != "PodCliqueSet" {
-		return nil, fmt.Errorf("%s: want apiVersion %s, kind PodCliqueSet; found apiVersion %v, kind %v",
-			name, v1alpha1.GroupVersion.String(), api, kind)
-	}
-	schemaDefaults(obj)
-	pcs := &v1alpha1.PodCliqueSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, pcs, true); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return pcs, nil
+	return obj, nil
 }
 
 // stripComments drops comment lines, so that a document of only comments counts

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -311,5 +312,90 @@ func TestParseFault(t *testing.T) {
 		if _, err := parseFault(in); err == nil {
 			t.Errorf("parseFault(%q) accepted", in)
 		}
+	}
+}
+
+// fleetExample is the FederatedWorkload example: a Deployment of 10 split 2:3
+// over region=eu and region=us clusters, maxUnavailable 2, maxSurge 1.
+var fleetExample = filepath.Join("..", "..", "examples", "fleet", "web.yaml")
+
+func fleetVariant(t *testing.T, from, to string) string {
+	t.Helper()
+	data, err := os.ReadFile(fleetExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "web-new.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), from, to, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A FederatedWorkload plan divides the replicas as the hub does (4 and 6),
+// plays the rollout wave by wave within the fleet's floor (8 available) and
+// ceiling (11 units), ends complete, and draws one panel per cluster.
+func TestPlan_FederatedWorkloadRollsUnderOneBudget(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "fleet.svg")
+	code, out, errOut := plan(t, "", "-f", fleetExample, "-f", fleetVariant(t, "web:v1", "web:v2"),
+		"--cluster", "us-1:region=us", "--cluster", "eu-1:region=eu", "--startup", "20s", "--svg", svg)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "shares: eu-1 4 us-1 6") || !strings.Contains(out, "Result: Complete after") {
+		t.Fatalf("output lacks the shares or the result:\n%s", out)
+	}
+	waves := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] == "WAVE" || !strings.Contains(f[2], "/") {
+			continue
+		}
+		var avail, floor, units, ceiling int
+		if _, err := fmt.Sscanf(f[2]+" "+f[3], "%d/%d %d/%d", &avail, &floor, &units, &ceiling); err != nil {
+			continue
+		}
+		waves++
+		if floor != 8 || ceiling != 11 || avail < floor || units > ceiling {
+			t.Errorf("wave line %q: outside the fleet's floor 8 and ceiling 11", line)
+		}
+	}
+	if waves < 4 {
+		t.Fatalf("%d wave lines, want at least 4 (10 units, 3 at a time):\n%s", waves, out)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{`id="series-fleet"`, `id="series-eu-1"`, `id="series-us-1"`} {
+		if !strings.Contains(string(data), id) {
+			t.Errorf("the SVG has no %s", id)
+		}
+	}
+}
+
+// Bad fleet input is refused with the field or flag named, and nothing is
+// simulated.
+func TestPlan_FederatedWorkloadBadInput(t *testing.T) {
+	next := fleetVariant(t, "web:v1", "web:v2")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no clusters", []string{"-f", fleetExample, "-f", next}, "--cluster NAME"},
+		{"a label without a value", []string{"-f", fleetExample, "-f", next, "--cluster", "eu-1:region"}, `label "region" is not LABEL=VALUE`},
+		{"both limits zero", []string{"-f", fleetExample, "-f", fleetVariant(t, "maxSurge: 1", "maxSurge: 0\n    maxUnavailable: 0"),
+			"--cluster", "eu-1"}, "spec.rolloutStrategy"},
+		{"json output", []string{"-f", fleetExample, "-f", next, "--cluster", "eu-1", "-o", "json"}, `--output "json"`},
+		{"nothing to roll", []string{"-f", fleetExample, "-f", fleetExample, "--cluster", "eu-1"}, "nothing to roll"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := plan(t, "", tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) || strings.Contains(out, "WAVE") {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q, nothing simulated\n%s", code, errOut, tt.want, out)
+			}
+		})
 	}
 }

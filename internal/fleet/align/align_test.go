@@ -18,7 +18,7 @@ import (
 // new revision and 3 on the old one (1 in member-1, 2 in member-2).
 func TestAlign_WorkedRoundsTenSplitFiveFivePartitionThree(t *testing.T) {
 	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(0), Partition: 3}
-	fleet := []*fakeMember{newFakeMember("member-1", Partitioned, 5), newFakeMember("member-2", Partitioned, 5)}
+	fleet := []*SimMember{NewSimMember("member-1", Partitioned, 5), NewSimMember("member-2", Partitioned, 5)}
 	want := []string{
 		"member-1 new 1/5 partition 4 · member-2 new 1/5 partition 4",
 		"member-1 new 2/5 partition 3 · member-2 new 2/5 partition 3",
@@ -49,7 +49,7 @@ func TestAlign_WorkedRoundsTenSplitFiveFivePartitionThree(t *testing.T) {
 // maxSurge 1: never fewer than 8 available, never more than 11 pods, and done.
 func TestAlign_DeploymentsSplitFourSixKeepOneBudget(t *testing.T) {
 	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(1)}
-	fleet := []*fakeMember{newFakeMember("member-1", Deployment, 4), newFakeMember("member-2", Deployment, 6)}
+	fleet := []*SimMember{NewSimMember("member-1", Deployment, 4), NewSimMember("member-2", Deployment, 6)}
 	for round := range 30 {
 		plan := alignRound(t, s, fleet)
 		if plan.Done {
@@ -64,11 +64,11 @@ func TestAlign_DeploymentsSplitFourSixKeepOneBudget(t *testing.T) {
 }
 
 // alignRound runs Align on what the members report and hands out the grants.
-func alignRound(t *testing.T, s Strategy, fleet []*fakeMember) Plan {
+func alignRound(t *testing.T, s Strategy, fleet []*SimMember) Plan {
 	t.Helper()
 	var ms []Member
 	for _, f := range fleet {
-		ms = append(ms, f.member())
+		ms = append(ms, f.Member())
 	}
 	plan, err := Align(s, ms)
 	if err != nil {
@@ -76,9 +76,9 @@ func alignRound(t *testing.T, s Strategy, fleet []*fakeMember) Plan {
 	}
 	for _, mp := range plan.Members {
 		for _, f := range fleet {
-			if f.name == mp.Name && !f.lost {
+			if f.Name == mp.Name && !f.Lost {
 				g := mp.Grant
-				f.written, f.applied = &g, &g
+				f.Written, f.Applied = &g, &g
 			}
 		}
 	}
@@ -87,30 +87,30 @@ func alignRound(t *testing.T, s Strategy, fleet []*fakeMember) Plan {
 
 // settleRound lets every member act on its grant pass by pass until nothing
 // moves, checking the fleet-wide floor and ceiling after every pass.
-func settleRound(t *testing.T, fleet []*fakeMember, maxUnavailable, maxSurge int32) {
+func settleRound(t *testing.T, fleet []*SimMember, maxUnavailable, maxSurge int32) {
 	t.Helper()
 	var desired int32
 	for _, f := range fleet {
-		desired += f.desired
+		desired += f.Desired
 	}
 	for range 100 {
 		before := fmt.Sprint(unitsOf(fleet))
 		for _, f := range fleet {
-			if err := f.act(); err != nil {
+			if err := f.Act(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var available, units int32
 		for _, f := range fleet {
-			m := f.member()
+			m := f.Member()
 			available += m.Status.Available
-			units += int32(len(f.units))
+			units += int32(len(f.Units))
 		}
 		if available < desired-maxUnavailable || units > desired+maxSurge {
 			t.Fatalf("%d available (floor %d), %d units (ceiling %d): %s", available, desired-maxUnavailable, units, desired+maxSurge, layouts(fleet))
 		}
 		for _, f := range fleet {
-			f.settle()
+			f.Settle()
 		}
 		if fmt.Sprint(unitsOf(fleet)) == before {
 			return
@@ -118,18 +118,18 @@ func settleRound(t *testing.T, fleet []*fakeMember, maxUnavailable, maxSurge int
 	}
 }
 
-func unitsOf(fleet []*fakeMember) [][]rollout.Unit {
+func unitsOf(fleet []*SimMember) [][]rollout.Unit {
 	var out [][]rollout.Unit
 	for _, f := range fleet {
-		out = append(out, f.units)
+		out = append(out, f.Units)
 	}
 	return out
 }
 
-func layouts(fleet []*fakeMember) string {
+func layouts(fleet []*SimMember) string {
 	var out []string
 	for _, f := range fleet {
-		out = append(out, f.layout())
+		out = append(out, f.Layout())
 	}
 	return strings.Join(out, " · ")
 }

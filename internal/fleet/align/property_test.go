@@ -19,14 +19,14 @@ import (
 func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 6).Draw(t, "members")
-		var fleet []*fakeMember
+		var fleet []*SimMember
 		var desired int32
 		partitioned := false
 		for i := range n {
 			kind := rapid.SampledFrom([]Kind{Deployment, Partitioned}).Draw(t, "kind")
 			partitioned = partitioned || kind == Partitioned
 			share := int32(rapid.IntRange(0, 6).Draw(t, "share"))
-			fleet = append(fleet, newFakeMember(fmt.Sprintf("m%d", i), kind, share))
+			fleet = append(fleet, NewSimMember(fmt.Sprintf("m%d", i), kind, share))
 			desired += share
 		}
 		// A partitioned member updates a unit by taking it down: it needs some
@@ -48,10 +48,10 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 		check := func(when string) {
 			var available, units, updated int32
 			for _, f := range fleet {
-				m := f.member()
+				m := f.Member()
 				available += m.Status.Available
-				units += int32(len(f.units))
-				updated += min(m.Status.Updated, f.desired) // surge units sit above the share
+				units += int32(len(f.Units))
+				updated += min(m.Status.Updated, f.Desired) // surge units sit above the share
 			}
 			if available < desired-u || units > desired+sg || updated > desired-s.Partition {
 				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d): %s\n%+v",
@@ -79,40 +79,40 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 			}
 			for _, mp := range plan.Members {
 				f := find(fleet, mp.Name)
-				if f.lost {
+				if f.Lost {
 					continue
 				}
-				if f.kind == Partitioned {
-					if last, ok := partitions[f.name]; ok && mp.Grant.Partition > last {
-						t.Fatalf("round %d: %s partition rose %d -> %d", round, f.name, last, mp.Grant.Partition)
+				if f.Kind == Partitioned {
+					if last, ok := partitions[f.Name]; ok && mp.Grant.Partition > last {
+						t.Fatalf("round %d: %s partition rose %d -> %d", round, f.Name, last, mp.Grant.Partition)
 					}
-					partitions[f.name] = mp.Grant.Partition
+					partitions[f.Name] = mp.Grant.Partition
 				}
 				g := mp.Grant
-				f.written = &g
+				f.Written = &g
 			}
 			// The members: each may miss the write for a round, or be lost, in
 			// the faulty rounds; each acts a random number of passes.
 			for _, f := range fleet {
-				f.lost = round < faulty && rapid.IntRange(0, 9).Draw(t, "lost") == 0
+				f.Lost = round < faulty && rapid.IntRange(0, 9).Draw(t, "lost") == 0
 				if round >= faulty || rapid.IntRange(0, 2).Draw(t, "delay") != 0 {
-					f.applied = f.written
+					f.Applied = f.Written
 				}
 			}
 			passes := rapid.IntRange(1, 4).Draw(t, "passes")
 			for p := range passes {
 				for _, f := range fleet {
-					if f.lost {
+					if f.Lost {
 						continue
 					}
-					if err := f.act(); err != nil {
+					if err := f.Act(); err != nil {
 						t.Fatal(err)
 					}
-					check(fmt.Sprintf("round %d pass %d after %s acted", round, p, f.name))
+					check(fmt.Sprintf("round %d pass %d after %s acted", round, p, f.Name))
 				}
 				for _, f := range fleet {
 					if rapid.Bool().Draw(t, "settles") || round >= faulty {
-						f.settle()
+						f.Settle()
 					}
 				}
 				check(fmt.Sprintf("round %d pass %d settled", round, p))
@@ -122,17 +122,17 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 	})
 }
 
-func members(fleet []*fakeMember) []Member {
+func members(fleet []*SimMember) []Member {
 	out := make([]Member, 0, len(fleet))
 	for _, f := range fleet {
-		out = append(out, f.member())
+		out = append(out, f.Member())
 	}
 	return out
 }
 
-func find(fleet []*fakeMember, name string) *fakeMember {
+func find(fleet []*SimMember, name string) *SimMember {
 	for _, f := range fleet {
-		if f.name == name {
+		if f.Name == name {
 			return f
 		}
 	}
@@ -141,9 +141,9 @@ func find(fleet []*fakeMember, name string) *fakeMember {
 
 // onlyDeploymentsLeft: every partitioned member is fully allowed, so a
 // shortfall can only come from Deployments' whole shares.
-func onlyDeploymentsLeft(fleet []*fakeMember, plan Plan) bool {
+func onlyDeploymentsLeft(fleet []*SimMember, plan Plan) bool {
 	for _, mp := range plan.Members {
-		if find(fleet, mp.Name).kind == Partitioned && mp.Grant.Partition > 0 {
+		if find(fleet, mp.Name).Kind == Partitioned && mp.Grant.Partition > 0 {
 			return false
 		}
 	}

@@ -27,17 +27,17 @@ func TestAlign_SimulationAtScale(t *testing.T) {
 	}
 	const share = 10
 	rng := rand.New(rand.NewPCG(1, 2))
-	fleet := make([]*fakeMember, n)
+	fleet := make([]*SimMember, n)
 	for i := range fleet {
 		kind := Deployment
 		if i%2 == 1 {
 			kind = Partitioned
 		}
-		fleet[i] = newFakeMember(fmt.Sprintf("member-%05d", i), kind, share)
+		fleet[i] = NewSimMember(fmt.Sprintf("member-%05d", i), kind, share)
 	}
-	byName := map[string]*fakeMember{}
+	byName := map[string]*SimMember{}
 	for _, f := range fleet {
-		byName[f.name] = f
+		byName[f.Name] = f
 	}
 	replicas := int32(n * share)
 	budget := max(1, replicas/100)
@@ -61,33 +61,33 @@ func TestAlign_SimulationAtScale(t *testing.T) {
 		}
 		for _, mp := range plan.Members {
 			f := byName[mp.Name]
-			if !f.lost {
+			if !f.Lost {
 				g := mp.Grant
-				f.written = &g
+				f.Written = &g
 			}
 		}
 		for _, f := range fleet {
-			f.lost = round < faulty && rng.IntN(100) == 0
+			f.Lost = round < faulty && rng.IntN(100) == 0
 			if round >= faulty || rng.IntN(3) != 0 {
-				f.applied = f.written
+				f.Applied = f.Written
 			}
 		}
 		var available, units int32
 		for _, f := range fleet {
-			if !f.lost {
-				if err := f.act(); err != nil {
+			if !f.Lost {
+				if err := f.Act(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			m := f.member()
+			m := f.Member()
 			available += m.Status.Available
-			units += int32(len(f.units))
+			units += int32(len(f.Units))
 		}
 		if available < replicas-plan.MaxUnavailable || units > replicas+plan.MaxSurge {
 			t.Fatalf("round %d: %d available (floor %d), %d units (ceiling %d)", round, available, replicas-plan.MaxUnavailable, units, replicas+plan.MaxSurge)
 		}
 		for _, f := range fleet {
-			f.settle()
+			f.Settle()
 		}
 	}
 	ideal := (replicas + budget - 1) / budget

@@ -56,6 +56,20 @@ func (k Kind) Unit() string {
 	return "pod"
 }
 
+// StrategyOf is the planner's global strategy of a FederatedWorkload, with the
+// API's defaults (maxUnavailable 1, maxSurge 0) filled in.
+func StrategyOf(fw *fleetv1alpha1.FederatedWorkload) align.Strategy {
+	rs := fw.Spec.RolloutStrategy
+	s := align.Strategy{Replicas: fw.Spec.Replicas, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: rs.Partition, Paused: rs.Paused}
+	if rs.MaxUnavailable != nil {
+		s.MaxUnavailable = *rs.MaxUnavailable
+	}
+	if rs.MaxSurge != nil {
+		s.MaxSurge = *rs.MaxSurge
+	}
+	return s
+}
+
 // Template is a parsed FederatedWorkload template.
 type Template struct {
 	Kind Kind

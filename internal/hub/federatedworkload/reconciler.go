@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,6 +35,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/fleet/division"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 )
@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if round.stuck != "" {
 		return ctrl.Result{RequeueAfter: r.resync()}, r.stuck(ctx, &fw, round.stuckReason, round.stuck)
 	}
-	plan, err := align.Align(strategyOf(&fw), round.alignMembers())
+	plan, err := align.Align(member.StrategyOf(&fw), round.alignMembers())
 	if err != nil {
 		return ctrl.Result{}, r.stuck(ctx, &fw, fleetv1alpha1.ReasonAlignFailed, err.Error())
 	}
@@ -228,11 +228,11 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		mcs[mcList.Items[i].Name] = &mcList.Items[i]
 		clusterLabels[mcList.Items[i].Name] = mcList.Items[i].Labels
 	}
-	weights, err := Weights(fw.Spec.Division.Weights, clusterLabels, placed)
+	weights, err := division.Weights(fw.Spec.Division.Weights, clusterLabels, placed)
 	if err != nil {
 		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
 	}
-	shares := Shares(fw.Spec.Replicas, placed, weights)
+	shares := division.Shares(fw.Spec.Replicas, placed, weights)
 
 	entries := make(map[string]*fleetv1alpha1.FederatedClusterStatus, len(fw.Status.Clusters))
 	for i := range fw.Status.Clusters {
@@ -394,18 +394,6 @@ func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.Feder
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func strategyOf(fw *fleetv1alpha1.FederatedWorkload) align.Strategy {
-	rs := fw.Spec.RolloutStrategy
-	s := align.Strategy{Replicas: fw.Spec.Replicas, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: rs.Partition, Paused: rs.Paused}
-	if rs.MaxUnavailable != nil {
-		s.MaxUnavailable = *rs.MaxUnavailable
-	}
-	if rs.MaxSurge != nil {
-		s.MaxSurge = *rs.MaxSurge
-	}
-	return s
 }
 
 // apply writes every reachable member's object with its grant, and deletes

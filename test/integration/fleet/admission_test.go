@@ -2,14 +2,19 @@ package fleet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
 // The hub's apiserver calls the fleet webhooks: invalid objects are rejected
@@ -79,6 +84,35 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error does not name %s: %v", tc.field, err)
+			}
+		})
+	}
+}
+
+// Every fleet example is admitted by the hub's apiserver and its webhooks.
+func TestAdmission_AcceptsEveryFleetExample(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "examples", "fleet", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fleet examples found (%v)", err)
+	}
+	ns := newNamespace(t, "examples")
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := yaml.YAMLToJSON(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(js); err != nil {
+				t.Fatal(err)
+			}
+			u.SetNamespace(ns)
+			if err := hubEnv.Client.Create(context.Background(), u); err != nil {
+				t.Fatalf("example rejected: %v", err)
 			}
 		})
 	}

@@ -1,4 +1,6 @@
-package federatedworkload
+// Package division divides a FederatedWorkload's replicas over its clusters by
+// division.weights: the rule the hub applies and `lockstep plan` simulates.
+package division
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package federatedworkload
+package division
 
 import (
 	"slices"

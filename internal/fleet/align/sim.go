@@ -1,0 +1,219 @@
+package align
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// SimMember plays a member cluster's own controller for the tests, the fleet
+// simulation and `lockstep plan`: the single-cluster planner (rollout.PlanLevel)
+// over its units, told the grant as a Deployment or a StatefulSet would be (a
+// StatefulSet updates one unit at a time above its partition).
+type SimMember struct {
+	Name    string
+	Kind    Kind
+	Desired int32
+	Units   []rollout.Unit
+	// Written is the grant the hub wrote last; Applied the one the member acts
+	// on (behind Written until it observes the write).
+	Written, Applied *Grant
+	// Lost: the hub cannot reach the member.
+	Lost bool
+}
+
+// NewSimMember is a member with desired units, all old and available.
+func NewSimMember(name string, kind Kind, desired int32) *SimMember {
+	m := &SimMember{Name: name, Kind: kind, Desired: desired}
+	for i := range desired {
+		m.Units = append(m.Units, rollout.Unit{Index: i, Revision: "old", Scheduled: true, Ready: true, Available: true})
+	}
+	return m
+}
+
+// Member is what the hub sees of it.
+func (f *SimMember) Member() Member {
+	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Last: f.Written}
+	if f.Written != f.Applied {
+		m.Reach = Stale
+		if f.Applied != nil {
+			m.Observed = f.Applied
+		} else {
+			g := initial(&m)
+			m.Observed = &g
+		}
+	}
+	if f.Lost {
+		m.Reach = Lost
+	}
+	for _, u := range f.Units {
+		if u.Terminating {
+			m.Status.Terminating++
+			continue
+		}
+		m.Status.Replicas++
+		if u.Available {
+			m.Status.Available++
+		}
+		if u.Revision == "new" {
+			m.Status.Updated++
+			if u.Available {
+				m.Status.UpdatedAvailable++
+			}
+		}
+	}
+	return m
+}
+
+// policy is the member controller's own policy under its grant.
+func (f *SimMember) policy() (rollout.Policy, bool) {
+	g := f.Applied
+	if g == nil || !g.Started {
+		return rollout.Policy{}, false
+	}
+	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: f.Desired, UpdateRevision: "new", CurrentRevision: "old",
+		UpdateOrder: rollout.LowestIndexFirst, ScaleIn: rollout.HighestIndexFirst}
+	switch f.Kind {
+	case Partitioned:
+		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(1), intstr.FromInt32(0)
+		p.Partition = g.Partition
+	case Deployment:
+		if g.Paused {
+			return rollout.Policy{}, false
+		}
+		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(g.MaxUnavailable), intstr.FromInt32(g.MaxSurge)
+	}
+	return p, true
+}
+
+// Act runs one pass of the member's controller: deletes, then creates (new
+// units start unavailable).
+func (f *SimMember) Act() error {
+	p, ok := f.policy()
+	if !ok {
+		return nil
+	}
+	plan, err := rollout.PlanLevel(p, f.Units)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", f.Name, err)
+	}
+	for _, d := range plan.Deletes {
+		for i := range f.Units {
+			if f.Units[i].Index == d.Index && !f.Units[i].Terminating {
+				f.Units[i].Terminating, f.Units[i].Available, f.Units[i].Ready = true, false, false
+			}
+		}
+	}
+	for _, c := range plan.Creates {
+		f.Units = append(f.Units, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
+	}
+	return nil
+}
+
+// Settle lets terminating units go and new units become available.
+func (f *SimMember) Settle() {
+	f.Units = slices.DeleteFunc(f.Units, func(u rollout.Unit) bool { return u.Terminating })
+	for i := range f.Units {
+		f.Units[i].Ready, f.Units[i].Available = true, true
+	}
+}
+
+// Layout reads as "old=N new=M" plus the grant.
+func (f *SimMember) Layout() string {
+	m := f.Member()
+	s := fmt.Sprintf("%s new %d/%d", f.Name, m.Status.UpdatedAvailable, f.Desired)
+	if f.Applied != nil && f.Kind == Partitioned {
+		s += fmt.Sprintf(" partition %d", f.Applied.Partition)
+	}
+	return s
+}
+
+// Wave is one wave of a simulated rollout: the grants the hub handed out, the
+// fleet right after the members acted on them (its fewest available and most
+// units), and each member once its new units became available.
+type Wave struct {
+	Plan Plan
+	// Available and Units count over the fleet right after the members acted.
+	Available, Units int32
+	Members          []WaveMember
+}
+
+// WaveMember is one member at the end of a wave.
+type WaveMember struct {
+	Name                        string
+	Desired, Updated, Available int32
+	Grant                       Grant
+	Waiting                     string
+}
+
+// Play runs a rollout wave by wave, as the hub and the members' controllers
+// would with every unit taking one start-up time: each wave the hub aligns on
+// what the members report and writes the grants, each member acts on its grant
+// once, then the units it created become available and the ones it deleted go.
+// It stops when Align reports the rollout done, when a wave changed nothing
+// (stuck: paused, or waiting for ever), or after maxWaves; done says whether
+// it finished.
+func Play(s Strategy, fleet []*SimMember, maxWaves int) (waves []Wave, done bool, err error) {
+	byName := make(map[string]*SimMember, len(fleet))
+	for _, f := range fleet {
+		byName[f.Name] = f
+	}
+	for range maxWaves {
+		before := fmt.Sprint(layoutsOf(fleet))
+		ms := make([]Member, 0, len(fleet))
+		for _, f := range fleet {
+			ms = append(ms, f.Member())
+		}
+		plan, err := Align(s, ms)
+		if err != nil {
+			return waves, false, err
+		}
+		if plan.Done {
+			return waves, true, nil
+		}
+		w := Wave{Plan: plan}
+		for _, mp := range plan.Members {
+			if f := byName[mp.Name]; f != nil && !f.Lost {
+				g := mp.Grant
+				f.Written, f.Applied = &g, &g
+			}
+		}
+		for _, f := range fleet {
+			if err := f.Act(); err != nil {
+				return waves, false, err
+			}
+			st := f.Member().Status
+			w.Available += st.Available
+			w.Units += st.Replicas + st.Terminating
+		}
+		for _, mp := range plan.Members {
+			f := byName[mp.Name]
+			if f == nil {
+				continue
+			}
+			f.Settle()
+			st := f.Member().Status
+			w.Members = append(w.Members, WaveMember{Name: f.Name, Desired: f.Desired, Updated: st.Updated,
+				Available: st.Available, Grant: mp.Grant, Waiting: mp.Waiting})
+		}
+		waves = append(waves, w)
+		if fmt.Sprint(layoutsOf(fleet)) == before {
+			return waves, false, nil
+		}
+	}
+	return waves, false, nil
+}
+
+// layoutsOf is every member's units and applied grant, to tell whether a wave
+// changed anything.
+func layoutsOf(fleet []*SimMember) []string {
+	out := make([]string, 0, len(fleet))
+	for _, f := range fleet {
+		out = append(out, fmt.Sprint(f.Units, f.Applied))
+	}
+	return out
+}
