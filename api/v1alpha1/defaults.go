@@ -36,6 +36,9 @@ func (p *PodCliqueSet) Default() {
 	if s.RevisionHistoryLimit == nil {
 		s.RevisionHistoryLimit = ptr.To[int32](DefaultRevisionHistoryLimit)
 	}
+	if s.PodReplacementPolicy == "" {
+		s.PodReplacementPolicy = TerminationStarted
+	}
 	switch s.UpdateStrategy.Type {
 	case "", RollingRecreateStrategyType:
 		s.UpdateStrategy.Type = RollingUpdateStrategyType

@@ -49,6 +49,19 @@ type PodCliqueSetSpec struct {
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
+	// PodReplacementPolicy says when a replacement pod of a standalone clique may
+	// start: TerminationStarted (the default) as soon as the pod it replaces is
+	// terminating, as a Deployment does, which keeps a rollout from waiting for
+	// pods to go away; TerminationComplete only once it is gone, as a StatefulSet
+	// does, for workloads that must never run two pods of one index (a pod's
+	// identity is its index: its label, hostname and DNS name, not its object
+	// name). Scaling-group replicas and PodCliqueSet replicas are always replaced
+	// once the old one is gone. Changing it starts no rollout.
+	// +kubebuilder:default=TerminationStarted
+	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
+	// +optional
+	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
+
 	// UpdateStrategy says how running replicas move to a new revision.
 	// +kubebuilder:default={type: RollingUpdate}
 	// +optional

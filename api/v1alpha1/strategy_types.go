@@ -169,4 +169,30 @@ type ChildUpdateStrategy struct {
 	// the child's own spec.revision.
 	// +optional
 	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// PodReplacementPolicy is the PodCliqueSet's, for the pods of a standalone
+	// PodClique; empty (scaling groups, the cliques inside them) means
+	// TerminationComplete.
+	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
+	// +optional
+	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
 }
+
+// PodReplacementPolicy says when a pod's replacement may start.
+type PodReplacementPolicy string
+
+const (
+	// TerminationStarted starts a replacement as soon as its predecessor is
+	// terminating, as a Deployment does: for a moment two pods share an index
+	// (the new one under another name, with the same index label and hostname).
+	// Terminating pods do not count toward replicas + maxSurge.
+	TerminationStarted PodReplacementPolicy = "TerminationStarted"
+	// TerminationComplete starts a replacement only once its predecessor is
+	// gone, as a StatefulSet does: an index never has two pods, and terminating
+	// pods count toward replicas + maxSurge.
+	TerminationComplete PodReplacementPolicy = "TerminationComplete"
+)
+
+// ReplacesWhileTerminating reports whether a replacement may start while its
+// predecessor terminates.
+func (p PodReplacementPolicy) ReplacesWhileTerminating() bool { return p == TerminationStarted }

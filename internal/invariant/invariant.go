@@ -21,8 +21,12 @@ type Name string
 const (
 	// UnitsWithinSurge: never more than replicas + maxSurge units at a level
 	// (pods of a PodClique, replicas of a scaling group, PCS replicas), counting
-	// terminating units as the planner does.
+	// terminating units as the planner does: always, except at a level that
+	// replaces while terminating (TerminationStarted).
 	UnitsWithinSurge Name = "units-within-surge"
+	// OneUnitPerIndex: an index holds one unit; at a level that replaces while
+	// terminating, one live unit (its terminating predecessors aside).
+	OneUnitPerIndex Name = "one-unit-per-index"
 	// AvailabilityFloor: the operator never deletes an available unit when that
 	// leaves fewer than replicas − maxUnavailable available at its level; units
 	// already unavailable are free to delete.
@@ -78,6 +82,25 @@ type Level struct {
 	Sizes []Size
 	// Units are every unit, terminating ones included.
 	Units []Unit
+	// ReplaceWhileTerminating: the level's policy starts a replacement while
+	// its predecessor terminates (TerminationStarted); terminating units then
+	// count toward neither limit nor index.
+	ReplaceWhileTerminating bool
+}
+
+// counted are the units that count toward replicas + maxSurge and hold their
+// index.
+func (l *Level) counted() []Unit {
+	if !l.ReplaceWhileTerminating {
+		return l.Units
+	}
+	out := make([]Unit, 0, len(l.Units))
+	for _, u := range l.Units {
+		if !u.Terminating {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // mostUnits is the largest replicas + maxSurge over the sizes.
@@ -158,13 +181,32 @@ func (l *Level) ScaledIn(index int32) bool {
 // replicas + maxSurge. Steps that add none (deletions, scale-ins, a spec change
 // lowering the limits) leave whatever excess there was to the planner.
 func CheckUnitsWithinSurge(before, after Level) []Violation {
-	n := int32(len(after.Units))
-	if n <= int32(len(before.Units)) {
+	n := int32(len(after.counted()))
+	if n <= int32(len(before.counted())) {
 		return nil
 	}
 	if most := after.mostUnits(); n > most {
-		return violation(UnitsWithinSurge, "%s has %d units %v (terminating included), more than replicas + maxSurge = %d",
-			after.Name, n, after.indices(), most)
+		which := "terminating included"
+		if after.ReplaceWhileTerminating {
+			which = "live"
+		}
+		return violation(UnitsWithinSurge, "%s has %d units %v (%s), more than replicas + maxSurge = %d",
+			after.Name, n, after.indices(), which, most)
+	}
+	return nil
+}
+
+// CheckOneUnitPerIndex: a step that adds a unit at index leaves that index with
+// one unit, or, at a level that replaces while terminating, one live unit.
+func CheckOneUnitPerIndex(after Level, index int32) []Violation {
+	n := 0
+	for _, u := range after.counted() {
+		if u.Index == index {
+			n++
+		}
+	}
+	if n > 1 {
+		return violation(OneUnitPerIndex, "%s has %d units at index %d (terminating ones count under TerminationComplete)", after.Name, n, index)
 	}
 	return nil
 }
@@ -380,6 +422,9 @@ func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.De
 		after.Units = append(after.Units, Unit{Index: c.Index})
 	}
 	vs := CheckUnitsWithinSurge(before, after)
+	for _, c := range creates {
+		vs = append(vs, CheckOneUnitPerIndex(after, c.Index)...)
+	}
 	vs = append(vs, CheckAvailabilityFloor(before, after, deleted)...)
 	for _, d := range deletes {
 		vs = append(vs, CheckOnDeleteNoUpdate(before.Strategy, Deletion{Index: d.Index, Reason: d.Reason}, Placement{Level: &before, Index: d.Index})...)

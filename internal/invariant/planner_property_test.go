@@ -22,7 +22,8 @@ func TestPlanLevel_NeverBreaksTheLevelRules(t *testing.T) {
 			MaxSurge:       intstr.FromInt(rapid.IntRange(0, 2).Draw(t, "maxSurge")),
 			MaxUnavailable: intstr.FromInt(rapid.IntRange(0, 2).Draw(t, "maxUnavailable")),
 			UpdateRevision: "v2", CurrentRevision: "v1",
-			Partition: int32(rapid.IntRange(0, 2).Draw(t, "partition")),
+			Partition:               int32(rapid.IntRange(0, 2).Draw(t, "partition")),
+			ReplaceWhileTerminating: rapid.Bool().Draw(t, "replace while terminating"),
 		}
 		var units []rollout.Unit
 		for i := range int32(rapid.IntRange(0, 7).Draw(t, "units")) {
@@ -43,7 +44,8 @@ func TestPlanLevel_NeverBreaksTheLevelRules(t *testing.T) {
 		if strategy == v1alpha1.OnDeleteStrategyType {
 			fp.MaxSurge = 0
 		}
-		before := Level{Name: "level", Strategy: strategy, Sizes: []Size{{Replicas: p.Replicas, Fenceposts: fp}}}
+		before := Level{Name: "level", Strategy: strategy, Sizes: []Size{{Replicas: p.Replicas, Fenceposts: fp}},
+			ReplaceWhileTerminating: p.ReplaceWhileTerminating}
 		for _, u := range units {
 			before.Units = append(before.Units, Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
 		}

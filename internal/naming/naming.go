@@ -4,6 +4,9 @@
 package naming
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
 	"strconv"
 )
 
@@ -26,9 +29,31 @@ func GroupPodClique(scalingGroup string, groupReplica int, clique string) string
 }
 
 // Pod is the name and hostname of the pod with the given index in a PodClique.
-// Names are stable: a replacement reuses its index and so its name.
+// Names are stable: a replacement reuses its index and so its name, except while
+// its predecessor still terminates (see ReplacementPod); the hostname stays.
 func Pod(podClique string, index int) string {
 	return join(podClique, strconv.Itoa(index))
+}
+
+// ReplacementPod is the name of a pod at index while earlier pods of that index
+// still terminate (TerminationStarted): the first of the index's own name and
+// one name per terminating pod (derived from its UID, so every pass picks the
+// same one) that no existing pod holds. With n pods holding names there are n+1
+// candidates, so one is always free. taken says whether a name is in use.
+func ReplacementPod(podClique string, index int, terminatingUIDs []string, taken func(string) bool) string {
+	base := Pod(podClique, index)
+	if !taken(base) {
+		return base
+	}
+	uids := slices.Clone(terminatingUIDs)
+	slices.Sort(uids)
+	for _, uid := range uids {
+		sum := sha256.Sum256([]byte(uid))
+		if name := join(base, hex.EncodeToString(sum[:])[:5]); !taken(name) {
+			return name
+		}
+	}
+	return base // every candidate taken: the create fails and is tried again
 }
 
 // HeadlessService is the Service that gives the pods of one PodCliqueSet replica

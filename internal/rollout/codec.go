@@ -19,9 +19,12 @@ type ChildSpec struct {
 // EncodeTarget is the ChildSpec of role for target t. limits are the role's own
 // maxUnavailable/maxSurge from the PodCliqueSet template (nil: the defaults);
 // OnDelete children carry none. A held-back unit's template is named by the set
-// revision that holds the role at t.CurrentRevision.
-func EncodeTarget(t Target, revs Revisions, role string, limits *v1alpha1.ComponentUpdateStrategy, replicas int32) ChildSpec {
-	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType}
+// revision that holds the role at t.CurrentRevision. replacement is the
+// PodCliqueSet's pod replacement policy for a standalone clique, empty for a
+// scaling group.
+func EncodeTarget(t Target, revs Revisions, role string, limits *v1alpha1.ComponentUpdateStrategy, replicas int32,
+	replacement v1alpha1.PodReplacementPolicy) ChildSpec {
+	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType, PodReplacementPolicy: replacement}
 	if t.Type == v1alpha1.OnDeleteStrategyType {
 		st.Type = v1alpha1.OnDeleteStrategyType
 	} else {
@@ -63,7 +66,7 @@ func DecodeTarget(spec ChildSpec, updateRevision, role string, revs Revisions) *
 // Written is the target a child reads back once its PodCliqueSet wrote t into
 // its spec: what a simulated child must see to behave as a real one.
 func (t Target) Written(revs Revisions, role string) *Target {
-	return DecodeTarget(EncodeTarget(t, revs, role, nil, 0), t.UpdateRevision, role, revs)
+	return DecodeTarget(EncodeTarget(t, revs, role, nil, 0, ""), t.UpdateRevision, role, revs)
 }
 
 // Policy is the policy a child plans with: what its spec says, its template
@@ -76,7 +79,9 @@ func (c ChildSpec) Policy(kind ChildKind, updateRevision, currentRevision string
 		t.Type = v1alpha1.OnDeleteStrategyType
 	}
 	mu, ms := c.UpdateStrategy.Limits()
-	return ChildPolicy(t, c.Replicas, mu, ms, kind)
+	p := ChildPolicy(t, c.Replicas, mu, ms, kind)
+	p.ReplaceWhileTerminating = kind == KindClique && c.UpdateStrategy.PodReplacementPolicy.ReplacesWhileTerminating()
+	return p
 }
 
 // ChildReplicasObservation is what a child's spec.replicas holds now, and the

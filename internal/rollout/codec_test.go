@@ -34,7 +34,8 @@ func TestEncodeTarget_RoundTripsThroughTheChildSpec(t *testing.T) {
 		limits := &v1alpha1.ComponentUpdateStrategy{MaxSurge: ptr.To(intstr.FromString("25%"))}
 		replicas := rapid.Int32Range(1, 8).Draw(t, "replicas")
 
-		spec := EncodeTarget(want, revs, "decode", limits, replicas)
+		replacement := rapid.SampledFrom([]v1alpha1.PodReplacementPolicy{"", v1alpha1.TerminationStarted, v1alpha1.TerminationComplete}).Draw(t, "replacement")
+		spec := EncodeTarget(want, revs, "decode", limits, replicas, replacement)
 		got := DecodeTarget(spec, want.UpdateRevision, "decode", revs)
 		if got.Type != want.Type || got.SetRevision != want.SetRevision || got.UpdateRevision != want.UpdateRevision ||
 			got.CurrentRevision != want.CurrentRevision || !equalPtr(got.MaxUpdated, want.MaxUpdated) {
@@ -46,6 +47,13 @@ func TestEncodeTarget_RoundTripsThroughTheChildSpec(t *testing.T) {
 		}
 		if want.Type == v1alpha1.RollingUpdateStrategyType && (p.MaxSurge.String() != "25%" || p.MaxUnavailable.String() != "1") {
 			t.Fatalf("policy limits %s/%s, want 1/25%%", p.MaxUnavailable.String(), p.MaxSurge.String())
+		}
+		// a clique replaces while terminating exactly under TerminationStarted; a group never does
+		if p.ReplaceWhileTerminating {
+			t.Fatalf("a scaling group's policy replaces while terminating (spec %+v)", spec)
+		}
+		if c := decodePolicy(spec, KindClique, want.UpdateRevision, "decode", revs); c.ReplaceWhileTerminating != (replacement == v1alpha1.TerminationStarted) {
+			t.Fatalf("clique policy ReplaceWhileTerminating %v under %q", c.ReplaceWhileTerminating, replacement)
 		}
 	})
 }

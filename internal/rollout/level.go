@@ -88,6 +88,10 @@ type Policy struct {
 	Partition   int32
 	UpdateOrder UpdateOrder
 	ScaleIn     ScaleInOrder
+	// ReplaceWhileTerminating (a clique's TerminationStarted): a terminating unit
+	// neither counts toward Replicas+maxSurge nor holds its index, so its
+	// replacement starts at once. Otherwise it does both until it is gone.
+	ReplaceWhileTerminating bool
 }
 
 // Create asks for a unit to be created.
@@ -149,7 +153,8 @@ const unbounded = int64(1) << 40
 //
 // Partition and MaxUpdated decide which outdated units may update at all and at
 // which revision a hole is refilled; a refill never takes the level past the cap.
-// Terminating units count toward the total and keep their index until they go.
+// Terminating units count toward the total and keep their index until they go,
+// unless ReplaceWhileTerminating: then they are left out altogether.
 //
 // With the seed's replicas=3, maxSurge=1, maxUnavailable=0 this yields: create surge
 // 3; when it is available delete 0; when 0 is gone refill it (a hole below Replicas
@@ -210,6 +215,9 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 	nHealthy, nFailed := 0, 0
 	for i := range units {
 		u := &units[i]
+		if u.Terminating && p.ReplaceWhileTerminating {
+			continue // gone as far as the plan is concerned
+		}
 		if withOccupancy && u.Index >= 0 && int(u.Index) < len(v.occupied) {
 			v.occupied[u.Index] = true
 		}

@@ -29,9 +29,10 @@ func drawPolicy(t *rapid.T) Policy {
 		MaxUnavailable: drawLimit(t, "maxUnavailable"),
 		MaxSurge:       drawLimit(t, "maxSurge"),
 		UpdateRevision: "new", CurrentRevision: "old",
-		Partition:   int32(rapid.IntRange(0, 3).Draw(t, "partition")) * int32(rapid.IntRange(0, 1).Draw(t, "use partition")),
-		UpdateOrder: rapid.SampledFrom([]UpdateOrder{OldestFirst, LowestIndexFirst}).Draw(t, "order"),
-		ScaleIn:     rapid.SampledFrom([]ScaleInOrder{OutdatedFirst, HighestIndexFirst}).Draw(t, "scaleIn"),
+		Partition:               int32(rapid.IntRange(0, 3).Draw(t, "partition")) * int32(rapid.IntRange(0, 1).Draw(t, "use partition")),
+		UpdateOrder:             rapid.SampledFrom([]UpdateOrder{OldestFirst, LowestIndexFirst}).Draw(t, "order"),
+		ScaleIn:                 rapid.SampledFrom([]ScaleInOrder{OutdatedFirst, HighestIndexFirst}).Draw(t, "scaleIn"),
+		ReplaceWhileTerminating: rapid.Bool().Draw(t, "replace while terminating"),
 	}
 	if rapid.Bool().Draw(t, "capped") {
 		p.MaxUpdated = ptr.To(int32(rapid.IntRange(0, 8).Draw(t, "maxUpdated")))
@@ -73,16 +74,23 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 		if p.Type == v1alpha1.OnDeleteStrategyType {
 			fp.MaxSurge = 0
 		}
+		// under ReplaceWhileTerminating terminating units hold nothing
+		counts := func(u *Unit) bool { return !p.ReplaceWhileTerminating || !u.Terminating }
 		at := func(i int32) *Unit {
 			for k := range units {
-				if units[k].Index == i {
+				if units[k].Index == i && counts(&units[k]) {
 					return &units[k]
 				}
 			}
 			return nil
 		}
 		// creates: free indices, within replicas+maxSurge, surge exactly above replicas
-		total := int32(len(units))
+		total := int32(0)
+		for k := range units {
+			if counts(&units[k]) {
+				total++
+			}
+		}
 		if n := int32(len(plan.Creates)); n > 0 && total+n > p.Replicas+fp.MaxSurge {
 			t.Fatalf("%d units + %d creates > %d + %d", total, n, p.Replicas, fp.MaxSurge)
 		}

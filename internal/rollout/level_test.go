@@ -467,6 +467,83 @@ func TestPlanLevel_TerminatingUnitsCountTowardSurgeAndBlockTheirIndex(t *testing
 	}
 }
 
+// Under TerminationStarted a terminating unit neither holds its index nor
+// counts toward replicas + maxSurge: its replacement starts at once. Under
+// TerminationComplete (the test above) it waits.
+func TestPlanLevel_ReplaceWhileTerminatingStartsTheReplacementAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		maxSurge, maxUnavail int32
+		want                 []Create
+	}{
+		{"maxSurge 0, maxUnavailable 1", 0, 1, []Create{{Index: 0, Revision: "new"}}},
+		{"maxSurge 1, maxUnavailable 0", 1, 0, []Create{{Index: 0, Revision: "new"}, {Index: 3, Revision: "new", Surge: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			units := steadyUnits(3, "old")
+			units[0].Terminating = true
+			p := Policy{Replicas: 3, MaxSurge: intstr.FromInt32(tc.maxSurge), MaxUnavailable: intstr.FromInt32(tc.maxUnavail),
+				UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true}
+			plan, err := PlanLevel(p, units)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(plan.Creates, tc.want) {
+				t.Fatalf("creates %v, want %v", plan.Creates, tc.want)
+			}
+			p.ReplaceWhileTerminating = false
+			plan, _ = PlanLevel(p, units)
+			if slices.ContainsFunc(plan.Creates, func(c Create) bool { return c.Index == 0 }) {
+				t.Fatalf("TerminationComplete refilled index 0 while its pod terminates: %v", plan.Creates)
+			}
+		})
+	}
+}
+
+// A sequential rollout under TerminationStarted never waits for a deletion to
+// finish: with deletions that take forever, it still completes, one wave per
+// unit, and never has more than replicas + maxSurge live units.
+func TestPlanLevel_ReplaceWhileTerminatingNeverWaitsForDeletions(t *testing.T) {
+	for _, surge := range []int32{0, 1} {
+		p := Policy{Replicas: 4, MaxSurge: intstr.FromInt32(surge), MaxUnavailable: intstr.FromInt32(1 - surge),
+			UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true}
+		units := steadyUnits(4, "old")
+		for wave := 0; ; wave++ {
+			if wave > 12 {
+				t.Fatalf("maxSurge %d: not done after 12 waves: %+v", surge, units)
+			}
+			plan, err := PlanLevel(p, units)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Status.Complete {
+				break
+			}
+			for _, d := range plan.Deletes {
+				for i := range units {
+					if units[i].Index == d.Index && !units[i].Terminating {
+						units[i].Terminating, units[i].Available, units[i].Ready = true, false, false
+					}
+				}
+			}
+			live := 0
+			for _, c := range plan.Creates {
+				units = append(units, Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
+			}
+			for i := range units {
+				if !units[i].Terminating {
+					live++
+					// what was created becomes available by the next wave; terminating units never go
+					units[i].Ready, units[i].Available = true, true
+				}
+			}
+			if live > int(4+surge) {
+				t.Fatalf("maxSurge %d, wave %d: %d live units, more than %d", surge, wave, live, 4+surge)
+			}
+		}
+	}
+}
+
 func TestPlanLevel_OutputDoesNotDependOnInputOrder(t *testing.T) {
 	units := steadyUnits(6, "old")
 	units[4].Available = false

@@ -127,7 +127,8 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 	if p.Type == v1alpha1.OnDeleteStrategyType {
 		fp.MaxSurge = 0
 	}
-	before := invariant.Level{Name: name, Strategy: p.Type, Sizes: []invariant.Size{{Replicas: p.Replicas, Fenceposts: fp}}}
+	before := invariant.Level{Name: name, Strategy: p.Type, Sizes: []invariant.Size{{Replicas: p.Replicas, Fenceposts: fp}},
+		ReplaceWhileTerminating: p.ReplaceWhileTerminating}
 	for _, u := range units {
 		before.Units = append(before.Units, invariant.Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
 	}

@@ -92,6 +92,7 @@ func drawSpec(t *rapid.T) *v1alpha1.PodCliqueSetSpec {
 	if strategy == v1alpha1.RollingUpdateStrategyType && rapid.Bool().Draw(t, "role steps") {
 		st.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: drawSteps(t, spec, roles)}
 	}
+	spec.PodReplacementPolicy = rapid.SampledFrom([]v1alpha1.PodReplacementPolicy{v1alpha1.TerminationStarted, v1alpha1.TerminationComplete}).Draw(t, "pod replacement")
 	return withStrategy(spec, st)
 }
 

@@ -283,8 +283,25 @@ func (s *scene) scalingGroupName(replica int, group string) string {
 	return naming.ScalingGroup(s.name, replica, group)
 }
 
+// podName is the name of the live pod at an index of a standalone clique. Under
+// TerminationStarted a replacement made while its predecessor terminated has a
+// name of its own, so the pod is found by its labels; without one, the index's
+// own name.
 func (s *scene) podName(replica int, clique string, index int) string {
-	return naming.Pod(s.podCliqueName(replica, clique), index)
+	s.t.Helper()
+	pclq := s.podCliqueName(replica, clique)
+	var list corev1.PodList
+	if err := testCluster.Client.List(s.t.Context(), &list, client.InNamespace(s.ns), client.MatchingLabels{
+		v1alpha1.LabelPodClique: pclq, v1alpha1.LabelPodIndex: fmt.Sprint(index),
+	}); err != nil {
+		s.t.Fatalf("listing the pods of %s index %d: %v", pclq, index, err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			return p.Name
+		}
+	}
+	return naming.Pod(pclq, index)
 }
 
 // await polls cond under the monitor until it holds. It returns an error when

@@ -116,11 +116,12 @@ func (s *podCliqueScene) update(mutate func(*v1alpha1.PodCliqueSpec)) {
 	}
 }
 
-func (s *podCliqueScene) setImage(image string) string {
+// rollToV2 moves the PodClique's template to image frontend:v2 and returns its hash.
+func (s *podCliqueScene) rollToV2() string {
 	s.t.Helper()
 	s.update(func(spec *v1alpha1.PodCliqueSpec) {
-		spec.Template = podTemplate(image)
-		spec.Revision = "web-" + strings.ReplaceAll(image, ":", "-")
+		spec.Template = podTemplate("frontend:v2")
+		spec.Revision = "web-frontend-v2"
 	})
 	h, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
 	return h
@@ -136,7 +137,22 @@ type podWatch struct {
 
 // watchPods checks on every event that at most maxTotal pods exist and, once
 // the namespace has reached floor ready pods, never fewer than floor are ready.
+// Every pod counts toward maxTotal, terminating ones included (the
+// TerminationComplete rule); watchPodsOfSet counts as the default policy does.
 func watchPods(t *testing.T, ns string, floor, maxTotal int) *podWatch {
+	return watchCountedPods(t, ns, floor, maxTotal, func(*corev1.Pod) bool { return true })
+}
+
+// watchPodsOfSet is watchPods for a PodCliqueSet under the default
+// TerminationStarted: a terminating pod of a standalone clique no longer counts
+// (its replacement may already run); pods of scaling groups always do.
+func watchPodsOfSet(t *testing.T, ns string, floor, maxTotal int) *podWatch {
+	return watchCountedPods(t, ns, floor, maxTotal, func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp == nil || p.Labels[v1alpha1.LabelPodCliqueScalingGroup] != ""
+	})
+}
+
+func watchCountedPods(t *testing.T, ns string, floor, maxTotal int, counts func(*corev1.Pod) bool) *podWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -162,10 +178,13 @@ func watchPods(t *testing.T, ns string, floor, maxTotal int) *podWatch {
 			if p.DeletionTimestamp != nil && (!existed || prev.DeletionTimestamp == nil) {
 				pw.deleted = append(pw.deleted, p.Name)
 			}
-			ready := 0
+			ready, counted := 0, 0
 			for _, q := range pw.pods {
 				if r := isReady(&q); r {
 					ready++
+				}
+				if counts(&q) {
+					counted++
 				}
 			}
 			if ready >= floor {
@@ -173,8 +192,8 @@ func watchPods(t *testing.T, ns string, floor, maxTotal int) *podWatch {
 			}
 			switch {
 			case pw.violation != "":
-			case len(pw.pods) > maxTotal:
-				pw.violation = fmt.Sprintf("%d pods exist, more than %d", len(pw.pods), maxTotal)
+			case counted > maxTotal:
+				pw.violation = fmt.Sprintf("%d pods count (of %d), more than %d", counted, len(pw.pods), maxTotal)
 			case reachedFloor && ready < floor:
 				pw.violation = fmt.Sprintf("only %d pods ready after %s of %s, below %d", ready, ev.Type, p.Name, floor)
 			}
@@ -228,7 +247,7 @@ func TestPodClique_RollingUpdateReplacesOnePodAtATimeOldestFirst(t *testing.T) {
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 2, 3) // maxUnavailable 1, maxSurge 0
-	v2 := s.setImage("frontend:v2")
+	v2 := s.rollToV2()
 	waitFor(t, "all pods on v2", 60*time.Second, s.settled(v2, names...))
 	deleted := pw.check(t)
 	if strings.Join(deleted, ",") != strings.Join(names, ",") {
@@ -243,7 +262,7 @@ func TestPodClique_SurgeKeepsFullCapacityAndEndsWithoutHoles(t *testing.T) {
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 3, 4)
-	v2 := s.setImage("frontend:v2")
+	v2 := s.rollToV2()
 	waitFor(t, "all pods on v2, surge pod gone", 60*time.Second, s.settled(v2, names...))
 	deleted := pw.check(t)
 	want := append(append([]string(nil), names...), "web-0-frontend-3")
@@ -258,7 +277,7 @@ func TestPodClique_OnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 0, 3)
-	v2 := s.setImage("frontend:v2")
+	v2 := s.rollToV2()
 	ctx := context.Background()
 	// Once the controller has taken the new template over (status says so), no
 	// pod may have been deleted.

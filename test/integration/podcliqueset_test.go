@@ -131,7 +131,7 @@ func setEngineImage(image string) func(*v1alpha1.PodCliqueSetSpec) {
 
 func TestPodCliqueSet_DefaultRollingUpdateFinishesOneReplicaBeforeTheNext(t *testing.T) {
 	ns, pcs := disaggScene(t)
-	pw := watchPods(t, ns, 0, 30) // no surge anywhere: never more than 30 pods
+	pw := watchPodsOfSet(t, ns, 0, 30) // no surge anywhere: never more than 30 pods that count
 	oldRevision := pcs.Status.UpdateRevision
 	updatePCS(t, pcs, setEngineImage("lockstep-examples/llm-engine:v2"))
 	waitFor(t, "the rollout to complete", 120*time.Second, func() (bool, string) {
@@ -192,7 +192,7 @@ func TestPodCliqueSet_DefaultRollingUpdateFinishesOneReplicaBeforeTheNext(t *tes
 
 func TestPodCliqueSet_ScalingNeverStartsARollout(t *testing.T) {
 	ns, pcs := disaggScene(t)
-	pw := watchPods(t, ns, 0, 45)
+	pw := watchPodsOfSet(t, ns, 0, 45)
 	rev := pcs.Status.UpdateRevision
 	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { *s.Replicas = 3 })
 	waitFor(t, "3 available replicas", 90*time.Second, func() (bool, string) {

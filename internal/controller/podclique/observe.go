@@ -17,6 +17,10 @@ type observation struct {
 	units []rollout.Unit
 	// pods by index, for deletes (the live pod at an index; terminating ones too).
 	pods map[int32]*corev1.Pod
+	// names are the names of every pod, terminating ones included; terminating
+	// the UIDs of the terminating pods of each index.
+	names       map[string]bool
+	terminating map[int32][]string
 	// nextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
 	nextAvailableIn time.Duration
 }
@@ -25,7 +29,7 @@ type observation struct {
 // yet applied: created pods count as existing and not ready, deleted ones as
 // terminating.
 func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now time.Time) observation {
-	obs := observation{pods: map[int32]*corev1.Pod{}}
+	obs := observation{pods: map[int32]*corev1.Pod{}, names: map[string]bool{}, terminating: map[int32][]string{}}
 	seen := make([]expectations.Observed, 0, len(owned))
 	for i := range owned {
 		p := &owned[i]
@@ -43,6 +47,10 @@ func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now t
 		}
 		obs.nextAvailableIn = pods.Sooner(obs.nextAvailableIn, pods.UntilAvailable(p, pclq.Spec.MinReadySeconds, now))
 		obs.units = append(obs.units, u)
+		obs.names[p.Name] = true
+		if p.DeletionTimestamp != nil {
+			obs.terminating[u.Index] = append(obs.terminating[u.Index], string(p.UID))
+		}
 		if prev, ok := obs.pods[u.Index]; !ok || prev.DeletionTimestamp != nil {
 			obs.pods[u.Index] = p
 		}

@@ -23,9 +23,9 @@ var inheritedLabels = []string{
 	v1alpha1.LabelPodCliqueScalingGroup, v1alpha1.LabelPodCliqueScalingGroupReplicaIndex,
 }
 
-// newPod builds the pod at index from template t.
-func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.Pod {
-	name := naming.Pod(pclq.Name, int(c.Index))
+// newPod builds the pod at index from template t, named name. Its hostname is
+// the index's, whatever its name.
+func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name string) *corev1.Pod {
 	labels := maps.Clone(t.spec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -49,7 +49,7 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.P
 		Spec: *t.spec.Spec.DeepCopy(),
 	}
 	// Stable DNS: <pod>.<pcs>-<replica> under the replica's headless Service.
-	pod.Spec.Hostname = name
+	pod.Spec.Hostname = naming.Pod(pclq.Name, int(c.Index))
 	if pcs, ok := pclq.Labels[v1alpha1.LabelPodCliqueSet]; ok {
 		if idx, err := strconv.Atoi(pclq.Labels[v1alpha1.LabelPodCliqueSetReplicaIndex]); err == nil {
 			pod.Spec.Subdomain = naming.HeadlessService(pcs, idx)
@@ -60,8 +60,9 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate) *corev1.P
 }
 
 // apply carries out a plan: deletes first (they free indices and budget), then
-// creates. Both are idempotent: pod names are fixed by index, and deletes are
-// conditional on the UID that was observed.
+// creates. Both are idempotent: a pod's name follows from its index and the pods
+// observed (naming.ReplacementPod), and deletes are conditional on the UID that
+// was observed.
 func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates) error {
 	for _, d := range plan.Deletes {
 		pod := obs.pods[d.Index]
@@ -81,7 +82,8 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if !ok {
 			return fmt.Errorf("PodClique %s: no template for revision %s", pclq.Name, c.Revision)
 		}
-		pod := newPod(pclq, c, tmpl)
+		name := naming.ReplacementPod(pclq.Name, int(c.Index), obs.terminating[c.Index], func(n string) bool { return obs.names[n] })
+		pod := newPod(pclq, c, tmpl, name)
 		err := r.Client.Create(ctx, pod)
 		if apierrors.IsAlreadyExists(err) {
 			continue // an earlier create the cache has not shown; the pod's own event brings us back

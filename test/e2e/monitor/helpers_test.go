@@ -133,6 +133,17 @@ func create(p pod, image string) step {
 	}
 }
 
+// replacementOf creates a second pod at p's index on v2, under a name of its
+// own, as the operator does under TerminationStarted while p terminates.
+func replacementOf(p pod) step {
+	return func(w *world) {
+		w.now = w.now.Add(time.Second)
+		w.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: p.name() + "-r", Namespace: "ns", Labels: p.labels("v2"), CreationTimestamp: metav1.NewTime(w.now),
+		}})
+	}
+}
+
 func ready(p pod) step {
 	return func(w *world) {
 		w.now = w.now.Add(time.Second)

@@ -17,6 +17,7 @@ type Invariant = invariant.Name
 // The invariants the monitor checks on every event.
 const (
 	UnitsWithinSurge      = invariant.UnitsWithinSurge
+	OneUnitPerIndex       = invariant.OneUnitPerIndex
 	AvailabilityFloor     = invariant.AvailabilityFloor
 	OnDeleteNoUpdate      = invariant.OnDeleteNoUpdate
 	OneRevisionPerReplica = invariant.OneRevisionPerReplica
@@ -116,6 +117,7 @@ func checkUnitsWithinSurge(t *target, _ *history, before, after *snapshot, ev Ev
 			return nil
 		}
 		vs = invariant.CheckUnitsWithinSurge(cliqueLevel(t, before, p.cliqueKey, ev.Time), cliqueLevel(t, after, p.cliqueKey, ev.Time))
+		vs = append(vs, invariant.CheckOneUnitPerIndex(cliqueLevel(t, after, p.cliqueKey, ev.Time), p.Index)...)
 		if p.Group != "" {
 			vs = append(vs, invariant.CheckUnitsWithinSurge(groupLevel(t, before, p.Replica, p.Group, ev.Time), groupLevel(t, after, p.Replica, p.Group, ev.Time))...)
 		}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -84,10 +85,20 @@ func TestUnitsWithinSurge(t *testing.T) {
 			want:     UnitsWithinSurge,
 		},
 		{
-			name: "a terminating pod still counts",
-			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), // maxSurge 0
+			name: "under TerminationComplete a terminating pod still counts",
+			spec: withReplacement(setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), v1alpha1.TerminationComplete), // maxSurge 0
 			steps: []step{
 				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), rollTo("v2"), del(sp(0, fe, 1)),
+			},
+			breaking: []step{create(sp(0, fe, 2), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
+			name: "under TerminationStarted a terminating pod does not count, and its replacement may start",
+			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), // maxSurge 0, the default policy
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), rollTo("v2"), del(sp(0, fe, 1)),
+				replacementOf(sp(0, fe, 1)),
 			},
 			breaking: []step{create(sp(0, fe, 2), "v2")},
 			want:     UnitsWithinSurge,
@@ -438,6 +449,39 @@ func TestPartitionHolds(t *testing.T) {
 				replace(sp(0, fe, 0), "v2"), replace(sp(0, fe, 1), "v2"), replace(sp(0, "router", 0), "v2")),
 		},
 	})
+}
+
+// One pod per index: under TerminationComplete a replacement never runs beside
+// its terminating predecessor; under TerminationStarted it may, but two live
+// pods at one index break it either way.
+func TestOneUnitPerIndex(t *testing.T) {
+	up := []step{create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"), rollTo("v2")}
+	runScenarios(t, []scenario{
+		{
+			name:     "under TerminationComplete a replacement beside its terminating predecessor breaks it",
+			spec:     withReplacement(cliqueSurge(), v1alpha1.TerminationComplete),
+			steps:    append(slices.Clone(up), del(sp(0, fe, 0))),
+			breaking: []step{replacementOf(sp(0, fe, 0))},
+			want:     OneUnitPerIndex,
+		},
+		{
+			name:  "under TerminationStarted a replacement beside its terminating predecessor holds",
+			spec:  cliqueSurge(),
+			steps: append(slices.Clone(up), del(sp(0, fe, 0)), replacementOf(sp(0, fe, 0))),
+		},
+		{
+			name:     "under TerminationStarted two live pods at one index break it",
+			spec:     cliqueSurge(),
+			steps:    slices.Clone(up),
+			breaking: []step{replacementOf(sp(0, fe, 0))},
+			want:     OneUnitPerIndex,
+		},
+	})
+}
+
+func withReplacement(s v1alpha1.PodCliqueSetSpec, p v1alpha1.PodReplacementPolicy) v1alpha1.PodCliqueSetSpec {
+	s.PodReplacementPolicy = p
+	return s
 }
 
 func TestPauseHolds(t *testing.T) {

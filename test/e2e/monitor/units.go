@@ -16,7 +16,9 @@ import (
 // cliqueLevel is the pods of one PodClique. Its sizes are the replicas it may be
 // running to: the spec's, and its object's own when that differs.
 func cliqueLevel(t *target, s *snapshot, k cliqueKey, at time.Time) invariant.Level {
-	l := invariant.Level{Name: k.String(), Strategy: t.strategy()}
+	// only standalone cliques carry the PodCliqueSet's replacement policy
+	l := invariant.Level{Name: k.String(), Strategy: t.strategy(),
+		ReplaceWhileTerminating: k.Group == "" && t.spec.PodReplacementPolicy.ReplacesWhileTerminating()}
 	if c := t.clique(k.Clique); c != nil {
 		l.Sizes = sizes(replicaCounts(c.Replicas, s.cliqueObjectReplicas(k)), func(r int32) (rollout.Fenceposts, error) {
 			return t.cliqueLimits(k.Clique, r)
