@@ -164,6 +164,12 @@ bench: ## Planner benchmarks, with figures relative to a baseline measured in th
 	hack/bench.sh
 	$(MAKE) --no-print-directory bench-fleet
 
+.PHONY: bench-rollout
+bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the Deployment controller and with Lockstep on a local cluster (BENCH_PODS, default 60): time, ideal, apiserver writes.
+	LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_PODS=$${BENCH_PODS:-60} LOCKSTEP_E2E_CLUSTER=lockstep-bench \
+		go test -count=1 -tags e2e -timeout 60m -run '^TestBench_RolloutAgainstTheDeploymentController$$' -v ./test/e2e/ \
+		| grep -vE '^(=== RUN|--- PASS|PASS$$)'
+
 .PHONY: bench-fleet
 bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over 10,000 members under one budget.
 	go run ./hack/fleetsim -clusters $${FLEET_CLUSTERS:-10000}

@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Pair is one strategy rolled by both controllers on the same cluster.
+type Pair struct {
+	Deployment, Lockstep Result
+}
+
+// WriteTable prints one line per strategy: wall time of each controller, the
+// ideal, each as a multiple of the ideal, and the Lockstep/Deployment ratios of
+// time and of controller writes (the pod lifecycle's writes, the same for
+// both, left out), then every write by resource.
+func WriteTable(w io.Writer, pairs []Pair) {
+	var b strings.Builder
+	fmt.Fprintln(&b, "| strategy | pods | ideal | Deployment | Lockstep | Lockstep / Deployment: time | controller writes D / L | Lockstep / Deployment: writes |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
+	for _, p := range pairs {
+		d, l := p.Deployment, p.Lockstep
+		fmt.Fprintf(&b, "| %s | %d | %s | %s (%.2fx) | %s (%.2fx) | %.2f | %.0f / %.0f | %.2f |\n",
+			d.Strategy.Name, d.Pods, secs(d.Ideal), secs(d.Took), ratio(d.Took, d.Ideal), secs(l.Took), ratio(l.Took, l.Ideal),
+			ratio(l.Took, d.Took), d.Writes.Controller(), l.Writes.Controller(), l.Writes.Controller()/max(d.Writes.Controller(), 1))
+	}
+	fmt.Fprintln(&b)
+	for _, p := range pairs {
+		for _, r := range []Result{p.Deployment, p.Lockstep} {
+			fmt.Fprintf(&b, "%s, %s: %.0f controller writes (%s); pod lifecycle %.0f\n", r.Controller, r.Strategy.Name,
+				r.Writes.Controller(), controllerOnly(r.Writes), r.Writes.Lifecycle())
+		}
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+func controllerOnly(w Writes) Writes {
+	out := Writes{}
+	for k, v := range w {
+		if !lifecycle(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a.Seconds() / b.Seconds()
+}

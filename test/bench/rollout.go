@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Strategy is one budget, given to a Deployment and to a Lockstep clique alike.
+type Strategy struct {
+	Name                     string
+	MaxSurge, MaxUnavailable intstr.IntOrString
+}
+
+// Strategies are the budgets `make bench-rollout` compares.
+var Strategies = []Strategy{
+	{Name: "maxSurge 1, maxUnavailable 0", MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0)},
+	{Name: "maxSurge 0, maxUnavailable 1", MaxSurge: intstr.FromInt32(0), MaxUnavailable: intstr.FromInt32(1)},
+	{Name: "25% / 25%", MaxSurge: intstr.FromString("25%"), MaxUnavailable: intstr.FromString("25%")},
+}
+
+// Waves is the fewest waves a rollout of pods can take under s: it replaces at
+// most maxSurge + maxUnavailable pods at a time.
+func (s Strategy) Waves(pods int) int {
+	surge, _ := intstr.GetScaledValueFromIntOrPercent(&s.MaxSurge, pods, true)
+	unavailable, _ := intstr.GetScaledValueFromIntOrPercent(&s.MaxUnavailable, pods, false)
+	step := max(surge+unavailable, 1)
+	return int(math.Ceil(float64(pods) / float64(step)))
+}
+
+// Result is one measured rollout.
+type Result struct {
+	Controller string
+	Strategy   Strategy
+	Pods       int
+	// Took is from the template change until the controller reports every pod
+	// updated and available; Ideal is Waves × the pods' ready delay.
+	Took, Ideal time.Duration
+	Writes      Writes
+}
+
+// Runner rolls workloads in one namespace of a cluster whose pods become ready
+// ReadyDelay after they are bound.
+type Runner struct {
+	Client     client.Client
+	Config     *rest.Config
+	Namespace  string
+	Pods       int
+	ReadyDelay time.Duration
+	// Replacement is the PodCliqueSets' podReplacementPolicy ("" leaves the default).
+	Replacement v1alpha1.PodReplacementPolicy
+	// PodAnnotations go on every pod (kwok's per-pod stage delays, say).
+	PodAnnotations map[string]string
+	// Poll is how often completion is checked; it bounds the timing's resolution.
+	Poll    time.Duration
+	Timeout time.Duration
+}
+
+const benchImage = "lockstep-examples/bench-server"
+
+func (r *Runner) podTemplate(tag string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench"}, Annotations: maps.Clone(r.PodAnnotations)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: benchImage + ":" + tag}}},
+	}
+}
+
+// Deployment rolls a Deployment of r.Pods from v1 to v2 under s.
+func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Result, error) {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(r.Pods)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench", "bench": name}},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable}},
+			Template: r.podTemplate("v1"),
+		},
+	}
+	d.Spec.Template.Labels["bench"] = name
+	if err := r.Client.Create(ctx, d); err != nil {
+		return Result{}, fmt.Errorf("creating Deployment %s: %w", name, err)
+	}
+	done := func(ctx context.Context) (bool, error) {
+		var cur appsv1.Deployment
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
+			return false, err
+		}
+		st := cur.Status
+		n := int32(r.Pods)
+		// the Deployment controller's own notion of a finished rollout
+		return st.ObservedGeneration >= cur.Generation && st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n, nil
+	}
+	roll := func(ctx context.Context) error {
+		var cur appsv1.Deployment
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = benchImage + ":v2"
+		return r.Client.Update(ctx, &cur)
+	}
+	res, err := r.measure(ctx, "Deployment", s, done, roll)
+	if derr := r.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); derr != nil && err == nil {
+		err = derr
+	}
+	return res, err
+}
+
+// Lockstep rolls a PodCliqueSet of one standalone clique of r.Pods from v1 to
+// v2 under s.
+func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result, error) {
+	pcs := &v1alpha1.PodCliqueSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name},
+		Spec: v1alpha1.PodCliqueSetSpec{
+			Replicas:             ptr.To[int32](1),
+			PodReplacementPolicy: r.Replacement,
+			Template: v1alpha1.PodCliqueSetTemplateSpec{Cliques: []v1alpha1.PodCliqueTemplateSpec{{
+				Name: "server", Replicas: int32(r.Pods), MinAvailable: ptr.To[int32](1),
+				UpdateStrategy: &v1alpha1.ComponentUpdateStrategy{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable},
+				Template:       r.podTemplate("v1"),
+			}}},
+		},
+	}
+	if err := r.Client.Create(ctx, pcs); err != nil {
+		return Result{}, fmt.Errorf("creating PodCliqueSet %s: %w", name, err)
+	}
+	var from string
+	done := func(ctx context.Context) (bool, error) {
+		var cur v1alpha1.PodCliqueSet
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+			return false, err
+		}
+		st := cur.Status
+		// Lockstep's own notion of a finished rollout: every replica on the
+		// update revision and available, the update revision current
+		return st.ObservedGeneration >= cur.Generation && st.UpdateRevision != from && st.CurrentRevision == st.UpdateRevision &&
+			st.UpdatedReplicas == 1 && st.AvailableReplicas == 1, nil
+	}
+	roll := func(ctx context.Context) error {
+		var cur v1alpha1.PodCliqueSet
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+			return err
+		}
+		from = cur.Status.UpdateRevision
+		cur.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = benchImage + ":v2"
+		return r.Client.Update(ctx, &cur)
+	}
+	res, err := r.measure(ctx, "Lockstep", s, done, roll)
+	if derr := r.Client.Delete(ctx, pcs, client.PropagationPolicy(metav1.DeletePropagationForeground)); derr != nil && err == nil {
+		err = derr
+	}
+	return res, err
+}
+
+// measure waits for the workload to settle on v1, rolls it and times the
+// rollout until done, counting the apiserver's writes over that window, then
+// waits for every pod of the namespace to go.
+func (r *Runner) measure(ctx context.Context, controller string, s Strategy, done func(context.Context) (bool, error),
+	roll func(context.Context) error) (Result, error) {
+	res := Result{Controller: controller, Strategy: s, Pods: r.Pods, Ideal: time.Duration(s.Waves(r.Pods)) * r.ReadyDelay}
+	if err := r.poll(ctx, done); err != nil {
+		return res, fmt.Errorf("%s: waiting for v1: %w", controller, err)
+	}
+	before, err := ScrapeWrites(ctx, r.Config)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if err := roll(ctx); err != nil {
+		return res, fmt.Errorf("%s: changing the template: %w", controller, err)
+	}
+	if err := r.poll(ctx, done); err != nil {
+		return res, fmt.Errorf("%s: waiting for v2: %w", controller, err)
+	}
+	res.Took = time.Since(start)
+	after, err := ScrapeWrites(ctx, r.Config)
+	if err != nil {
+		return res, err
+	}
+	// both controllers' counts include the harness's one template change
+	res.Writes = after.Minus(before)
+	return res, nil
+}
+
+func (r *Runner) poll(ctx context.Context, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, r.Poll, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // transient read errors are retried until the timeout
+		}
+		return ok, nil
+	})
+}
+
+// AwaitNoPods waits until the namespace has no pods left.
+func (r *Runner) AwaitNoPods(ctx context.Context) error {
+	return r.poll(ctx, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(r.Namespace)); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+}

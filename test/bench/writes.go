@@ -1,0 +1,135 @@
+// Package bench measures rollouts on a local cluster: how long the Deployment
+// controller and Lockstep take to roll the same pods under the same budget, and
+// how many writes each makes, read from the apiserver's own metrics. It backs
+// `make bench-rollout` and the short version the e2e suite runs.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Writes counts apiserver write requests by resource ("pods", "pods/status",
+// "podcliques.lockstep.dev/status", ...).
+type Writes map[string]float64
+
+// writeVerbs are the verbs that change state.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true}
+
+// ScrapeWrites reads apiserver_request_total from the apiserver's /metrics.
+func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the apiserver's metrics: %w", err)
+	}
+	w := Writes{}
+	fam, ok := families["apiserver_request_total"]
+	if !ok {
+		return w, nil
+	}
+	for _, m := range fam.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if !writeVerbs[l["verb"]] {
+			continue
+		}
+		w[resourceKey(l["group"], l["resource"], l["subresource"])] += m.GetCounter().GetValue()
+	}
+	return w, nil
+}
+
+func resourceKey(group, resource, subresource string) string {
+	k := resource
+	if group != "" {
+		k += "." + group
+	}
+	if subresource != "" {
+		k += "/" + subresource
+	}
+	return k
+}
+
+// Minus is what happened between an earlier scrape and this one.
+func (w Writes) Minus(earlier Writes) Writes {
+	out := Writes{}
+	for k, v := range w {
+		if d := v - earlier[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// lifecycle are the writes every rollout causes whoever drives it: the
+// scheduler binding pods, the node agent (kwok) reporting their status, node
+// heartbeats and leader leases.
+func lifecycle(key string) bool {
+	switch key {
+	case "pods/binding", "pods/status", "nodes/status", "nodes", "leases.coordination.k8s.io":
+		return true
+	}
+	return false
+}
+
+// Controller is the sum of the writes a rollout controller made: everything
+// but the pod lifecycle's.
+func (w Writes) Controller() float64 {
+	n := 0.0
+	for k, v := range w {
+		if !lifecycle(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// Lifecycle is the sum of the pod lifecycle's writes.
+func (w Writes) Lifecycle() float64 {
+	return w.Total() - w.Controller()
+}
+
+// Total is every write.
+func (w Writes) Total() float64 {
+	n := 0.0
+	for _, v := range w {
+		n += v
+	}
+	return n
+}
+
+// String lists the writes by resource, most first.
+func (w Writes) String() string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if w[keys[i]] != w[keys[j]] {
+			return w[keys[i]] > w[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, w[k]))
+	}
+	return strings.Join(parts, ", ")
+}
