@@ -98,7 +98,8 @@ if ! cluster_exists; then
 	log "creating cluster (Kubernetes $("$BIN/kube-apiserver" --version | awk '{print $2}'), gates $FEATURE_GATES)"
 	# kwokctl picks free ports and binds them later: two clusters created at
 	# once can pick the same port. One machine-wide lock serialises creation.
-	if ! flock "${TMPDIR:-/tmp}/lockstep-kwokctl-create.lock" \
+	# -o: the components kwokctl leaves running must not inherit (and hold) the lock.
+	if ! flock -o "${TMPDIR:-/tmp}/lockstep-kwokctl-create.lock" \
 		"$BIN/kwokctl" --name "$CLUSTER" --config "$STATE_DIR/kwok.yaml" create cluster "${create_args[@]}" >"$STATE_DIR/create.log" 2>&1; then
 		cat "$STATE_DIR/create.log" >&2
 		die "kwokctl create cluster failed (component logs: $CLUSTER_WORKDIR/logs)"
