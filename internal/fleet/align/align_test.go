@@ -133,3 +133,28 @@ func layouts(fleet []*fakeMember) string {
 	}
 	return strings.Join(out, " · ")
 }
+
+// A Deployment counts only pods that are not terminating against its
+// maxSurge, so a grant must not hand it the terminating ones as surge: a
+// member with 5 pods for a share of 4 and 2 more terminating keeps a maxSurge
+// of 1 (what it runs above its share), while it is charged all 3.
+func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
+	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(1)}
+	a := Member{Name: "a", Kind: Deployment, Desired: 4,
+		Status: Status{Replicas: 5, Terminating: 2, Updated: 3, UpdatedAvailable: 2, Available: 3},
+		Last:   &Grant{Started: true, MaxUnavailable: 2, MaxSurge: 1}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 6, Status: Status{Replicas: 6, Available: 6}, Last: &Grant{}}
+	plan, err := Align(s, []Member{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; g.MaxSurge > 1 {
+		t.Errorf("a may run %d pods above its share of 4, the fleet's limit is 1: %+v", g.MaxSurge, g)
+	}
+	if plan.Members[0].Surge != 3 {
+		t.Errorf("a is charged %d surge, want its 1 extra pod and 2 terminating", plan.Members[0].Surge)
+	}
+	if plan.Members[1].Grant.Started {
+		t.Errorf("b started while a's pods take all the surge: %+v", plan.Members[1].Grant)
+	}
+}
