@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -39,7 +40,7 @@ type Fleet struct {
 	Root, Bin, Dir, Name string
 	HubKubeconfig        string
 	Hub                  client.WithWatch
-	Process              *HubProcess
+	Process              *Process
 }
 
 // Main brings up the fleet named LOCKSTEP_E2E_FLEET (defaultName when unset)
@@ -161,11 +162,18 @@ func (f *Fleet) Up(ctx context.Context, env ...string) error {
 	if f.Hub, err = f.Client(f.HubKubeconfig); err != nil {
 		return err
 	}
-	f.Process, err = NewHubProcess(binary, f.HubKubeconfig, filepath.Join(f.Dir, "hub.log"))
+	f.Process, err = newProcess("hub", binary, f.HubKubeconfig, filepath.Join(f.Dir, "hub.log"))
 	if err != nil {
 		return err
 	}
 	return f.Process.Start(ctx)
+}
+
+// Operator prepares `lockstep operator` for member short (not started): the
+// members that run PodCliqueSets need one each. It logs to
+// <dir>/<short>-operator.log.
+func (f *Fleet) Operator(short string) (*Process, error) {
+	return newProcess("operator", filepath.Join(f.Dir, "lockstep"), f.MemberKubeconfig(short), filepath.Join(f.Dir, short+"-operator.log"))
 }
 
 // Config is the rest config of a kubeconfig file, with room for a busy test.
@@ -218,11 +226,12 @@ func (f *Fleet) MemberKwokctl(ctx context.Context, short string, args ...string)
 	return nil
 }
 
-// HubProcess is `lockstep hub` running as a process of its own, so that it
-// can be killed (SIGKILL: no cleanup, as a node failure would) and restarted.
-type HubProcess struct {
-	binary, kubeconfig, certDir string
-	LogPath                     string
+// Process is `lockstep hub` or `lockstep operator` running as a process of
+// its own, so that it can be killed (SIGKILL: no cleanup, as a node failure
+// would) and restarted. It serves its webhooks from this host (--dev-webhooks).
+type Process struct {
+	verb, binary, kubeconfig, certDir string
+	LogPath                           string
 	// The ports stay the same across restarts: the webhook configuration a
 	// killed run leaves behind keeps pointing at the right one.
 	probePort, webhookPort int
@@ -234,9 +243,10 @@ type HubProcess struct {
 	runs   int
 }
 
-// NewHubProcess prepares a hub process logging to logPath.
-func NewHubProcess(binary, kubeconfig, logPath string) (*HubProcess, error) {
-	h := &HubProcess{binary: binary, kubeconfig: kubeconfig, LogPath: logPath, certDir: filepath.Join(filepath.Dir(logPath), "hub-webhook-certs")}
+// newProcess prepares `lockstep <verb>` logging to logPath.
+func newProcess(verb, binary, kubeconfig, logPath string) (*Process, error) {
+	h := &Process{verb: verb, binary: binary, kubeconfig: kubeconfig, LogPath: logPath,
+		certDir: strings.TrimSuffix(logPath, ".log") + "-webhook-certs"}
 	var err error
 	if h.probePort, err = freePort(); err != nil {
 		return nil, err
@@ -251,11 +261,11 @@ func NewHubProcess(binary, kubeconfig, logPath string) (*HubProcess, error) {
 }
 
 // Start runs the hub and waits for its readiness probe.
-func (h *HubProcess) Start(ctx context.Context) error {
+func (h *Process) Start(ctx context.Context) error {
 	h.mu.Lock()
 	if h.cmd != nil {
 		h.mu.Unlock()
-		return errors.New("the hub is already running")
+		return fmt.Errorf("the %s is already running", h.verb)
 	}
 	log, err := os.OpenFile(h.LogPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -263,8 +273,8 @@ func (h *HubProcess) Start(ctx context.Context) error {
 		return err
 	}
 	h.runs++
-	fmt.Fprintf(log, "=== run %d of the hub, %s\n", h.runs, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(h.binary, "hub",
+	fmt.Fprintf(log, "=== run %d of the %s, %s\n", h.runs, h.verb, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(h.binary, h.verb,
 		"--kubeconfig", h.kubeconfig,
 		"--leader-elect=false",
 		"--dev-webhooks", "--webhook-cert-dir", h.certDir, "--webhook-port", strconv.Itoa(h.webhookPort),
@@ -274,7 +284,7 @@ func (h *HubProcess) Start(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
 		h.mu.Unlock()
-		return fmt.Errorf("starting the hub: %w", err)
+		return fmt.Errorf("starting the %s: %w", h.verb, err)
 	}
 	exited := make(chan struct{})
 	h.cmd, h.exited = cmd, exited
@@ -295,9 +305,9 @@ func (h *HubProcess) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-exited:
-			return fmt.Errorf("the hub exited while starting; see %s", h.LogPath)
+			return fmt.Errorf("the %s exited while starting; see %s", h.verb, h.LogPath)
 		case <-ctx.Done():
-			return fmt.Errorf("the hub was not ready within 60s (last: %s); see %s", last, h.LogPath)
+			return fmt.Errorf("the %s was not ready within 60s (last: %s); see %s", h.verb, last, h.LogPath)
 		case <-time.After(200 * time.Millisecond):
 		}
 		resp, err := http.Get(probe)
@@ -313,12 +323,12 @@ func (h *HubProcess) Start(ctx context.Context) error {
 	}
 }
 
-// Kill ends the hub with SIGKILL.
-func (h *HubProcess) Kill() error { return h.End(syscall.SIGKILL) }
+// Kill ends the process with SIGKILL.
+func (h *Process) Kill() error { return h.End(syscall.SIGKILL) }
 
-// End signals the hub and waits for it to exit. A hub that is not running is
-// no error.
-func (h *HubProcess) End(sig syscall.Signal) error {
+// End signals the process and waits for it to exit. One that is not running
+// is no error.
+func (h *Process) End(sig syscall.Signal) error {
 	h.mu.Lock()
 	cmd, exited := h.cmd, h.exited
 	h.mu.Unlock()

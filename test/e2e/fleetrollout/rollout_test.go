@@ -4,6 +4,8 @@ package fleetrollout
 
 import (
 	"context"
+	"syscall"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"testing"
-
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	lockstepv1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/test/fleetwatch"
 )
 
@@ -86,6 +88,50 @@ func TestStory2_StatefulSetPartition4UpdatesExactlySix(t *testing.T) {
 	}
 	if allowed != 6 {
 		t.Errorf("the members' partitions allow %d pods on the new revision, want exactly 10 − 4 = 6", allowed)
+	}
+	t.Logf("Progressing: %s", progressing(fw).Message)
+}
+
+// PodCliqueSet members with partition: 10 PodCliqueSet replicas (one pod
+// each) split 4/6, global partition 4, maxUnavailable 2, with the Lockstep
+// operator running in each member. Exactly 6 replicas end on the new
+// revision, never more, and the budget holds throughout.
+func TestPodCliqueSetPartition4UpdatesExactlySix(t *testing.T) {
+	for _, m := range memberNames {
+		op, err := testFleet.Operator(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Start(t.Context()); err != nil {
+			t.Fatalf("starting the operator in %s: %v", m, err)
+		}
+		t.Cleanup(func() {
+			if err := op.End(syscall.SIGTERM); err != nil {
+				t.Errorf("the operator in %s: %v (log %s)", m, err, op.LogPath)
+			}
+		})
+	}
+	s := newStory(t, "pcs", "PodCliqueSet")
+	s.create(fleetv1alpha1.FederatedRolloutStrategy{MaxUnavailable: intOrStr(2)})
+	w := s.watch(fleetwatch.PodBounds{MinAvailable: 8, MaxPods: 10, MaxUpdated: 6})
+	s.update("starting the rollout with partition 4", func(fw *fleetv1alpha1.FederatedWorkload) {
+		fw.Spec.Template = s.template(newImage)
+		fw.Spec.RolloutStrategy.Partition = 4
+	})
+	fw := s.finish(w, 6)
+	s.checkWatcher(w)
+	var allowed int32
+	for _, m := range memberNames {
+		pcs := s.memberObject(m).(*lockstepv1alpha1.PodCliqueSet)
+		p := int32(0)
+		if ru := pcs.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			p = *ru.Partition
+		}
+		allowed += ptr.Deref(pcs.Spec.Replicas, 1) - p
+		t.Logf("%s: replicas %d, partition %d, updated %d", m, ptr.Deref(pcs.Spec.Replicas, 1), p, pcs.Status.UpdatedReplicas)
+	}
+	if allowed != 6 {
+		t.Errorf("the members' partitions allow %d replicas on the new revision, want exactly 10 − 4 = 6", allowed)
 	}
 	t.Logf("Progressing: %s", progressing(fw).Message)
 }

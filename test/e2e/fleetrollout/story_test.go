@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	lockstepv1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/test/fleetwatch"
 )
 
@@ -45,7 +46,7 @@ type story struct {
 	ctx     context.Context
 	ns      string
 	name    string
-	kind    string // Deployment or StatefulSet
+	kind    string // Deployment, StatefulSet or PodCliqueSet
 	hub     client.WithWatch
 	members map[string]client.WithWatch
 }
@@ -90,11 +91,19 @@ func (s *story) template(image string) runtime.RawExtension {
 			"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": image}}},
 		},
 	}
-	if s.kind == "StatefulSet" {
+	apiVersion := "apps/v1"
+	switch s.kind {
+	case "StatefulSet":
 		spec["serviceName"] = s.name
 		spec["podManagementPolicy"] = "Parallel" // start quickly; updates stay one at a time
+	case "PodCliqueSet":
+		// One clique of one pod: a PodCliqueSet replica is one pod.
+		apiVersion = "lockstep.dev/v1alpha1"
+		spec = map[string]any{"template": map[string]any{"cliques": []any{map[string]any{
+			"name": "web", "replicas": 1, "template": spec["template"],
+		}}}}
 	}
-	raw, _ := json.Marshal(map[string]any{"apiVersion": "apps/v1", "kind": s.kind, "spec": spec})
+	raw, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": s.kind, "spec": spec})
 	return runtime.RawExtension{Raw: raw}
 }
 
@@ -220,13 +229,21 @@ func complete(fw *fleetv1alpha1.FederatedWorkload) bool {
 // watch starts the independent pod watcher over both members.
 func (s *story) watch(b fleetwatch.PodBounds) *fleetwatch.PodWatcher {
 	s.t.Helper()
-	w, err := fleetwatch.StartPods(s.ctx, s.members, s.ns, map[string]string{appLabel: s.name},
+	w, err := fleetwatch.StartPods(s.ctx, s.members, s.ns, s.podLabels(),
 		func(p *corev1.Pod) bool { return len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == newImage }, b)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(w.Stop)
 	return w
+}
+
+// podLabels select the workload's pods in a member.
+func (s *story) podLabels() map[string]string {
+	if s.kind == "PodCliqueSet" {
+		return map[string]string{lockstepv1alpha1.LabelPodCliqueSet: s.name}
+	}
+	return map[string]string{appLabel: s.name}
 }
 
 // waitPods waits until the watcher sees cond.
@@ -280,8 +297,11 @@ func (s *story) checkWatcher(w *fleetwatch.PodWatcher) {
 func (s *story) memberObject(m string) client.Object {
 	s.t.Helper()
 	var obj client.Object = &appsv1.Deployment{}
-	if s.kind == "StatefulSet" {
+	switch s.kind {
+	case "StatefulSet":
 		obj = &appsv1.StatefulSet{}
+	case "PodCliqueSet":
+		obj = &lockstepv1alpha1.PodCliqueSet{}
 	}
 	if err := s.members[m].Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: s.name}, obj); err != nil {
 		s.t.Fatalf("reading the member object in %s: %v", m, err)
