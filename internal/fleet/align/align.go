@@ -273,7 +273,9 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		// member replaces one unit at a time (a StatefulSet, a PodCliqueSet's
 		// replicas), so budget beyond one unit in flight would only sit idle.
 		inFlight := max(0, m.Desired-g.Partition-m.Status.UpdatedAvailable)
-		k := min(g.Partition, room, max(0, freeU), max(0, partitionedInFlight-inFlight))
+		// room is below 0 when more units run the new revision than allowed
+		// (a new workload's members start on their template): never raise.
+		k := max(0, min(g.Partition, room, freeU, partitionedInFlight-inFlight))
 		if k == 0 {
 			mp.Waiting = waiting(g.Partition > 0 && room > 0 && inFlight == 0, "no unavailability budget left")
 			return

@@ -158,3 +158,26 @@ func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
 		t.Errorf("b started while a's pods take all the surge: %+v", plan.Members[1].Grant)
 	}
 }
+
+// A new workload's partitioned members start with every unit on the current
+// template (a partition of 0), more than replicas − partition allows: the
+// planner must leave them so, never raise a partition to make room.
+func TestAlign_PartitionNeverRisesWhenMoreThanAllowedRunTheTemplate(t *testing.T) {
+	s := Strategy{Replicas: 6, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: 2}
+	fresh := func(name string) Member {
+		return Member{Name: name, Kind: Partitioned, Desired: 3, Last: &Grant{Started: true},
+			Status: Status{Replicas: 3, Updated: 3, UpdatedAvailable: 3, Available: 3}}
+	}
+	plan, err := Align(s, []Member{fresh("a"), fresh("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mp := range plan.Members {
+		if mp.Grant.Partition != 0 {
+			t.Errorf("%s: partition raised to %d", mp.Name, mp.Grant.Partition)
+		}
+	}
+	if !plan.Done {
+		t.Errorf("a workload whose members run their template is not done: %+v", plan)
+	}
+}
