@@ -23,7 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/test/fleetwatch"
 )
 
-// story1Strategy is the seed's story 1: maxUnavailable 2, maxSurge 1.
+// story1Strategy is story 1's: maxUnavailable 2, maxSurge 1.
 func story1Strategy() fleetv1alpha1.FederatedRolloutStrategy {
 	return fleetv1alpha1.FederatedRolloutStrategy{MaxUnavailable: intOrStr(2), MaxSurge: intOrStr(1)}
 }
