@@ -242,7 +242,7 @@ func hold(m *Member, paused bool) MemberPlan {
 		// it may keep (it costs nothing new, and a frozen member that lost a pod
 		// could never make it again); the rest goes back to the pool.
 		g.MaxUnavailable = min(unavailableNow(m), m.Desired)
-		g.MaxSurge = surgeNow(m)
+		g.MaxSurge = runningSurge(m)
 	}
 	if m.Kind == Deployment && g.Started {
 		g.Paused = paused || (g.MaxUnavailable == 0 && g.MaxSurge == 0)
@@ -273,7 +273,9 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		// member replaces one unit at a time (a StatefulSet, a PodCliqueSet's
 		// replicas), so budget beyond one unit in flight would only sit idle.
 		inFlight := max(0, m.Desired-g.Partition-m.Status.UpdatedAvailable)
-		k := min(g.Partition, room, max(0, freeU), max(0, partitionedInFlight-inFlight))
+		// room is below 0 when more units run the new revision than allowed
+		// (a new workload's members start on their template): never raise.
+		k := max(0, min(g.Partition, room, freeU, partitionedInFlight-inFlight))
 		if k == 0 {
 			mp.Waiting = waiting(g.Partition > 0 && room > 0 && inFlight == 0, "no unavailability budget left")
 			return
@@ -297,7 +299,7 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		if outdated == 0 {
 			// Nothing left to replace: let it remove what sits above its share.
 			// That costs nothing beyond what it is charged already.
-			g.MaxSurge = max(g.MaxSurge, surgeNow(m))
+			g.MaxSurge = max(g.MaxSurge, runningSurge(m))
 			g.MaxUnavailable = max(g.MaxUnavailable, unavailableNow(m))
 			g.Paused = g.MaxUnavailable == 0 && g.MaxSurge == 0
 			break
@@ -334,6 +336,14 @@ func unavailableNow(m *Member) int32 {
 // ones included.
 func surgeNow(m *Member) int32 {
 	return max(0, m.Status.Replicas+m.Status.Terminating-m.Desired)
+}
+
+// runningSurge is how many pods that are not terminating the member runs
+// above its share: what a Deployment counts against its own maxSurge. A grant
+// carries this, never surgeNow: a Deployment handed its terminating pods as
+// surge would start that many more.
+func runningSurge(m *Member) int32 {
+	return max(0, m.Status.Replicas-m.Desired)
 }
 
 // chargeUnavailable is the most of its share the member may have unavailable

@@ -133,3 +133,51 @@ func layouts(fleet []*SimMember) string {
 	}
 	return strings.Join(out, " · ")
 }
+
+// A Deployment counts only pods that are not terminating against its
+// maxSurge, so a grant must not hand it the terminating ones as surge: a
+// member with 5 pods for a share of 4 and 2 more terminating keeps a maxSurge
+// of 1 (what it runs above its share), while it is charged all 3.
+func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
+	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(1)}
+	a := Member{Name: "a", Kind: Deployment, Desired: 4,
+		Status: Status{Replicas: 5, Terminating: 2, Updated: 3, UpdatedAvailable: 2, Available: 3},
+		Last:   &Grant{Started: true, MaxUnavailable: 2, MaxSurge: 1}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 6, Status: Status{Replicas: 6, Available: 6}, Last: &Grant{}}
+	plan, err := Align(s, []Member{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; g.MaxSurge > 1 {
+		t.Errorf("a may run %d pods above its share of 4, the fleet's limit is 1: %+v", g.MaxSurge, g)
+	}
+	if plan.Members[0].Surge != 3 {
+		t.Errorf("a is charged %d surge, want its 1 extra pod and 2 terminating", plan.Members[0].Surge)
+	}
+	if plan.Members[1].Grant.Started {
+		t.Errorf("b started while a's pods take all the surge: %+v", plan.Members[1].Grant)
+	}
+}
+
+// A new workload's partitioned members start with every unit on the current
+// template (a partition of 0), more than replicas − partition allows: the
+// planner must leave them so, never raise a partition to make room.
+func TestAlign_PartitionNeverRisesWhenMoreThanAllowedRunTheTemplate(t *testing.T) {
+	s := Strategy{Replicas: 6, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: 2}
+	fresh := func(name string) Member {
+		return Member{Name: name, Kind: Partitioned, Desired: 3, Last: &Grant{Started: true},
+			Status: Status{Replicas: 3, Updated: 3, UpdatedAvailable: 3, Available: 3}}
+	}
+	plan, err := Align(s, []Member{fresh("a"), fresh("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mp := range plan.Members {
+		if mp.Grant.Partition != 0 {
+			t.Errorf("%s: partition raised to %d", mp.Name, mp.Grant.Partition)
+		}
+	}
+	if !plan.Done {
+		t.Errorf("a workload whose members run their template is not done: %+v", plan)
+	}
+}

@@ -1,6 +1,7 @@
 package federatedworkload
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +68,42 @@ func TestChangedGrants_NamesNewAndChangedMembers(t *testing.T) {
 	}
 	if len(changedGrants(after, after)) != 0 {
 		t.Error("unchanged grants reported")
+	}
+}
+
+// A cluster the placement dropped stays in the division while it is in the
+// status, still matches the placement's selector and has not been lost; a
+// cluster that no longer matches, is being deleted, is gone or is lost does not.
+func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	mc := func(name string, ready metav1.ConditionStatus, ago time.Duration, lbls map[string]string) *fleetv1alpha1.MemberCluster {
+		return &fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+			Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{
+				Type: string(fleetv1alpha1.MemberClusterReady), Status: ready, LastTransitionTime: metav1.NewTime(now.Add(-ago)),
+			}}},
+		}
+	}
+	fleetLabel := map[string]string{"fleet": "web"}
+	deleting := mc("deleting", metav1.ConditionFalse, time.Second, fleetLabel)
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	mcs := map[string]*fleetv1alpha1.MemberCluster{
+		"placed":        mc("placed", metav1.ConditionTrue, time.Hour, fleetLabel),
+		"blinking":      mc("blinking", metav1.ConditionFalse, time.Minute, fleetLabel),
+		"back":          mc("back", metav1.ConditionTrue, time.Second, fleetLabel),
+		"lost":          mc("lost", metav1.ConditionFalse, 6*time.Minute, fleetLabel),
+		"relabelled":    mc("relabelled", metav1.ConditionFalse, time.Minute, map[string]string{"fleet": "other"}),
+		"deleting":      deleting,
+		"not-in-status": mc("not-in-status", metav1.ConditionFalse, time.Minute, fleetLabel),
+	}
+	entries := map[string]*fleetv1alpha1.FederatedClusterStatus{}
+	for _, n := range []string{"placed", "blinking", "back", "lost", "relabelled", "deleting", "gone"} {
+		entries[n] = &fleetv1alpha1.FederatedClusterStatus{Name: n}
+	}
+	pl := &fleetv1alpha1.Placement{Spec: fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: fleetLabel}}}
+	r := &Reconciler{Now: func() time.Time { return now }}
+	got := r.dividedClusters(&fleetv1alpha1.FederatedWorkload{}, pl, []string{"placed"}, entries, mcs)
+	if want := []string{"back", "blinking", "placed"}; !slices.Equal(got, want) {
+		t.Errorf("divided over %v, want %v", got, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -34,6 +35,7 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/division"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
@@ -173,6 +175,9 @@ type observed struct {
 	// gone: a member that left the placement and whose object is deleted (or
 	// can never be); it is no longer reported.
 	gone bool
+	// holdFrom is another member's object whose pod template a member object
+	// about to be created takes while it is not started.
+	holdFrom *unstructured.Unstructured
 }
 
 // round is what one reconcile observed.
@@ -203,11 +208,11 @@ func (rd *round) moving() bool {
 
 // observe reads the placement, the MemberClusters and every member object.
 func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template) (*round, error) {
-	placed, err := r.placedClusters(ctx, fw)
+	pl, placed, err := r.placedClusters(ctx, fw)
 	if err != nil {
 		return nil, err
 	}
-	if placed == nil {
+	if pl == nil {
 		return &round{stuck: fmt.Sprintf("Placement %s not found", fw.Spec.PlacementRef.Name), stuckReason: fleetv1alpha1.ReasonPlacementNotFound}, nil
 	}
 	if len(placed) == 0 {
@@ -228,30 +233,32 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		mcs[mcList.Items[i].Name] = &mcList.Items[i]
 		clusterLabels[mcList.Items[i].Name] = mcList.Items[i].Labels
 	}
-	weights, err := division.Weights(fw.Spec.Division.Weights, clusterLabels, placed)
-	if err != nil {
-		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
-	}
-	shares := division.Shares(fw.Spec.Replicas, placed, weights)
-
 	entries := make(map[string]*fleetv1alpha1.FederatedClusterStatus, len(fw.Status.Clusters))
 	for i := range fw.Status.Clusters {
 		entries[fw.Status.Clusters[i].Name] = &fw.Status.Clusters[i]
 	}
+	divided := r.dividedClusters(fw, pl, placed, entries, mcs)
+	weights, err := division.Weights(fw.Spec.Division.Weights, clusterLabels, divided)
+	if err != nil {
+		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
+	}
+	shares := division.Shares(fw.Spec.Replicas, divided, weights)
+
 	sameRevision := fw.Status.UpdateRevision == tmpl.Revision
 	rd := &round{}
-	for i, name := range placed {
+	for i, name := range divided {
 		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], entries[name], sameRevision)
 		m.Desired = shares[i]
 		rd.members = append(rd.members, m)
 	}
+	holdBackFreshMembers(tmpl, rd.members)
 	var staying []memberView
 	for _, m := range rd.members {
 		staying = append(staying, m.memberView)
 	}
 	grown := othersGrown(staying)
 	for name, e := range entries {
-		if slices.Contains(placed, name) {
+		if slices.Contains(divided, name) {
 			continue
 		}
 		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], e, sameRevision)
@@ -264,7 +271,9 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		case m.conn != nil && m.held == nil:
 			m.gone = true // nothing left in the member
 		case m.conn == nil && m.Reach == align.Lost:
-			m.gone = true // cannot be reached to clean up; see docs/fleet.md
+			// Charged its whole share until the others have taken it over; then
+			// forgotten, as it cannot be reached to clean up (see docs/fleet.md).
+			m.gone = grown
 		case grown:
 			m.Desired = 0
 		}
@@ -272,6 +281,61 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	}
 	slices.SortFunc(rd.members, func(a, b *observed) int { return strings.Compare(a.Name, b.Name) })
 	return rd, nil
+}
+
+// dividedClusters are the clusters the replicas are divided over: the
+// placement's, and those it dropped only because they stopped answering (still
+// in the status, still matching the placement's selector, not Ready for less
+// than memberLostTimeoutSeconds). Placements select Ready members only, so
+// without the second kind a member that blinks would hand its share to the
+// others at once; it keeps it, and its charge, until it is lost. A member that
+// is Ready again but not yet placed again is kept for the same reason.
+func (r *Reconciler) dividedClusters(fw *fleetv1alpha1.FederatedWorkload, pl *fleetv1alpha1.Placement, placed []string,
+	entries map[string]*fleetv1alpha1.FederatedClusterStatus, mcs map[string]*fleetv1alpha1.MemberCluster) []string {
+	sel, err := fleet.ClusterSelector(pl)
+	if err != nil {
+		return placed // the placement selects nothing either
+	}
+	out := slices.Clone(placed)
+	timeout := time.Duration(lostTimeout(fw)) * time.Second
+	for name := range entries {
+		mc := mcs[name]
+		if slices.Contains(placed, name) || mc == nil || !mc.DeletionTimestamp.IsZero() || !sel.Matches(labels.Set(mc.Labels)) {
+			continue
+		}
+		if lostFor(mc, r.now()) < timeout {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// holdBackFreshMembers: a Deployment member object created while another
+// member still holds the template the rollout holds back starts on that
+// template, not started, so it costs the partition nothing until the planner
+// starts it. With no such member the rollout holds nothing back, and a fresh
+// member starts on the current template.
+func holdBackFreshMembers(tmpl *member.Template, ms []*observed) {
+	if tmpl.Kind != member.Deployment {
+		return
+	}
+	var old *unstructured.Unstructured
+	for _, m := range ms {
+		if m.held != nil && m.held.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] != tmpl.Revision {
+			old = m.held
+			break
+		}
+	}
+	if old == nil {
+		return
+	}
+	for _, m := range ms {
+		if m.conn != nil && m.held == nil {
+			m.last = &align.Grant{}
+			m.holdFrom = old
+		}
+	}
 }
 
 // othersGrown: every placed member reports its whole share available and is
@@ -369,20 +433,20 @@ func readMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Te
 	return obj, nil
 }
 
-// placedClusters is the sorted union of the placement's PlacementDecisions;
-// nil when the Placement does not exist.
-func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) ([]string, error) {
+// placedClusters is the Placement and the sorted union of its
+// PlacementDecisions; a nil Placement when it does not exist.
+func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) (*fleetv1alpha1.Placement, []string, error) {
 	var pl fleetv1alpha1.Placement
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: fw.Spec.PlacementRef.Name}, &pl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("reading Placement %s: %w", fw.Spec.PlacementRef.Name, err)
+		return nil, nil, fmt.Errorf("reading Placement %s: %w", fw.Spec.PlacementRef.Name, err)
 	}
 	var list fleetv1alpha1.PlacementDecisionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(fw.Namespace),
 		client.MatchingLabels{fleetv1alpha1.LabelPlacement: fw.Spec.PlacementRef.Name}); err != nil {
-		return nil, fmt.Errorf("listing PlacementDecisions of %s: %w", fw.Spec.PlacementRef.Name, err)
+		return nil, nil, fmt.Errorf("listing PlacementDecisions of %s: %w", fw.Spec.PlacementRef.Name, err)
 	}
 	out := []string{}
 	for i := range list.Items {
@@ -393,7 +457,7 @@ func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.Feder
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return &pl, out, nil
 }
 
 // apply writes every reachable member's object with its grant, and deletes
@@ -426,7 +490,11 @@ func (r *Reconciler) apply(ctx context.Context, fw *fleetv1alpha1.FederatedWorkl
 }
 
 func (r *Reconciler) applyMember(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, m *observed, g align.Grant) error {
-	obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Replicas: m.Desired, Grant: g, Held: m.held})
+	held := m.held
+	if held == nil {
+		held = m.holdFrom
+	}
+	obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Replicas: m.Desired, Grant: g, Held: held})
 	if err != nil {
 		return err
 	}

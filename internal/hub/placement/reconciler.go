@@ -117,12 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // selectedClusters are the Ready MemberClusters the placement's selector matches.
 func (r *Reconciler) selectedClusters(ctx context.Context, pl *fleetv1alpha1.Placement) ([]fleet.Cluster, error) {
-	sel := labels.Everything()
-	if pl.Spec.ClusterSelector != nil {
-		var err error
-		if sel, err = metav1.LabelSelectorAsSelector(pl.Spec.ClusterSelector); err != nil {
-			return nil, reconcile.TerminalError(fmt.Errorf("clusterSelector of placement %s/%s: %w", pl.Namespace, pl.Name, err))
-		}
+	sel, err := fleet.ClusterSelector(pl)
+	if err != nil {
+		return nil, reconcile.TerminalError(fmt.Errorf("clusterSelector of placement %s/%s: %w", pl.Namespace, pl.Name, err))
 	}
 	var list fleetv1alpha1.MemberClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
@@ -131,7 +128,7 @@ func (r *Reconciler) selectedClusters(ctx context.Context, pl *fleetv1alpha1.Pla
 	var out []fleet.Cluster
 	for i := range list.Items {
 		mc := &list.Items[i]
-		if mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)) {
+		if fleet.Selectable(mc) {
 			out = append(out, fleet.Cluster{Name: mc.Name, Labels: mc.Labels})
 		}
 	}

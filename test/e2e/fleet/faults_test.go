@@ -37,7 +37,7 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 		}
 		killed := make(chan []fleet.Slice, 1)
 		s.w.atNextState(t.Context(), 60*time.Second, func(state []fleet.Slice) {
-			_ = testFleet.process.kill()
+			_ = testFleet.Process.Kill()
 			killed <- state
 		})
 		if err := apply(t.Context()); err != nil {
@@ -55,7 +55,7 @@ func (s *scene) killMidSurge(t *testing.T, canaries func(fleetv1alpha1.GroupStra
 			t.Fatal(err)
 		}
 		settled := meta.FindStatusCondition(p.Status.Conditions, string(fleetv1alpha1.PlacementDecisionsSettled))
-		if err := testFleet.process.start(t.Context()); err != nil {
+		if err := testFleet.Process.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		s.awaitLayout(t, what, settleTimeout)
@@ -99,7 +99,7 @@ func (s *scene) memberStoppedAndStarted(t *testing.T) {
 			s.notReady[n] = true
 		}
 		return []edit{func(ctx context.Context) error {
-			if err := testFleet.memberKwokctl(ctx, "stop", "cluster"); err != nil {
+			if err := testFleet.MemberKwokctl(ctx, "m1", "stop", "cluster"); err != nil {
 				return err
 			}
 			took := s.awaitReady(t, backed, metav1.ConditionFalse, 30*time.Second)
@@ -115,7 +115,7 @@ func (s *scene) memberStoppedAndStarted(t *testing.T) {
 			delete(s.notReady, n)
 		}
 		return []edit{func(ctx context.Context) error {
-			if err := testFleet.memberKwokctl(ctx, "start", "cluster"); err != nil {
+			if err := testFleet.MemberKwokctl(ctx, "m1", "start", "cluster"); err != nil {
 				return err
 			}
 			took := s.awaitReady(t, slices.Clone(backed), metav1.ConditionTrue, 90*time.Second)

@@ -400,7 +400,7 @@ func (s *scene) awaitReady(t *testing.T, names []string, status metav1.Condition
 // registerClusters makes cluster000..cluster250, all reaching member m1
 // through the same Secret, and hub-self, which reaches the hub itself.
 func (s *scene) registerClusters(ctx context.Context) error {
-	kubeconfig, err := os.ReadFile(testFleet.hubKubeconfig)
+	kubeconfig, err := os.ReadFile(testFleet.HubKubeconfig)
 	if err != nil {
 		return err
 	}
@@ -447,7 +447,7 @@ func percentOrCount(s string) fleetv1alpha1.GroupStrategy {
 func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
-	s := &scene{c: testFleet.hub, labels: map[string]map[string]string{}, notReady: map[string]bool{}}
+	s := &scene{c: testFleet.Hub, labels: map[string]map[string]string{}, notReady: map[string]bool{}}
 
 	// fleet-up.sh registered m1 with its labels; the hub must find it Ready.
 	s.awaitReady(t, []string{"m1"}, metav1.ConditionTrue, 60*time.Second)
@@ -469,7 +469,7 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	w, err := watchDecisions(ctx, testFleet.hub, testNamespace, placementName)
+	w, err := watchDecisions(ctx, testFleet.Hub, testNamespace, placementName)
 	if err != nil {
 		t.Fatal(err)
 	}

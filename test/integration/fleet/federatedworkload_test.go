@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,7 +70,10 @@ func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 	for _, c := range f.clusters {
 		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
 	}
-	pl := &fleetv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwPlacement}}
+	pl := &fleetv1alpha1.Placement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwPlacement},
+		Spec:       fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fw-test": f.ns}}},
+	}
 	if err := hubEnv.Client.Create(context.Background(), pl); err != nil {
 		t.Fatalf("creating Placement: %v", err)
 	}
@@ -201,12 +205,25 @@ func (f *fedFleet) workload() *fleetv1alpha1.FederatedWorkload {
 	return &fw
 }
 
-func (f *fedFleet) setImage(image string) {
+// newImage is the image every Deployment rollout of these tests moves to.
+const newImage = "web:2"
+
+// startRollout moves the workload's template to newImage.
+func (f *fedFleet) startRollout() {
 	f.t.Helper()
-	fw := f.workload()
-	fw.Spec.Template = deploymentTemplate(image)
-	if err := hubEnv.Client.Update(context.Background(), fw); err != nil {
-		f.t.Fatalf("updating the template: %v", err)
+	f.update("updating the template", func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.Template = deploymentTemplate(newImage) })
+}
+
+// update changes the workload's spec, retrying when the hub wrote it in between.
+func (f *fedFleet) update(what string, change func(*fleetv1alpha1.FederatedWorkload)) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fw := f.workload()
+		change(fw)
+		return hubEnv.Client.Update(context.Background(), fw)
+	})
+	if err != nil {
+		f.t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -413,10 +430,13 @@ func budget(ds []dep) (unavailable, surge int64) {
 // completes: a member that has observed its spec and may move replaces up to
 // maxUnavailable+maxSurge pods (they are unavailable, and surge above its
 // share) and reports; at its next step they turn available. After every step
-// the grants and statuses must stay inside the global budget. onStep runs
+// the grants and statuses must stay inside the global budget (the workload's
+// integer limits). onStep runs
 // after each step with the number of steps so far.
-func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds []dep)) {
+func (f *fedFleet) rollout(onStep func(step int, ds []dep)) {
 	f.t.Helper()
+	rs := f.workload().Spec.RolloutStrategy
+	mu, ms := int64(rs.MaxUnavailable.IntValue()), int64(rs.MaxSurge.IntValue())
 	deadline := time.Now().Add(90 * time.Second)
 	inFlight := map[string]bool{}
 	for step := 0; ; step++ {
@@ -431,7 +451,7 @@ func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds 
 		for _, c := range f.clusters {
 			ds = append(ds, readDep(f.deployment(c)))
 		}
-		f.t.Logf("step %d: %s: %v | %s: %v | %s", step, f.clusters[0], ds[0], f.clusters[1], ds[1], progressing(fw).Message)
+		f.t.Logf("step %d: %v %v | %s", step, f.clusters, ds, progressing(fw).Message)
 		if u, s := budget(ds); u > mu || s > ms {
 			f.t.Fatalf("step %d: the fleet may have %d unavailable and %d surge, limits %d and %d: %v", step, u, s, mu, ms, ds)
 		}
@@ -449,7 +469,7 @@ func (f *fedFleet) rollout(image string, mu, ms int64, onStep func(step int, ds 
 			case d.observed < d.generation:
 				f.ack()
 				moved = true
-			case d.image == image && !d.paused && d.stUpdated < d.replicas:
+			case d.image == newImage && !d.paused && d.stUpdated < d.replicas:
 				k := min(d.replicas-d.stUpdated, d.mu+d.ms)
 				down := min(d.mu, k)
 				f.setStatus(c, d.replicas+min(d.ms, k), d.stUpdated+k, d.replicas-down)
@@ -486,10 +506,10 @@ func TestFederatedWorkload_DeploymentRolloutKeepsTheGlobalBudget(t *testing.T) {
 	f.settle()
 	f.ackUntil("the workload settled", complete)
 
-	f.setImage("web:2")
+	f.startRollout()
 	a, b := f.clusters[0], f.clusters[1]
 	bStartedWithAUnfinished := false
-	f.rollout("web:2", 2, 1, func(_ int, ds []dep) {
+	f.rollout(func(_ int, ds []dep) {
 		if ds[1].image == "web:2" && (ds[0].image != "web:2" || ds[0].stUpdated < ds[0].replicas || ds[0].stAvl < ds[0].replicas) {
 			bStartedWithAUnfinished = true
 		}
@@ -518,7 +538,7 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 	f.ackUntil("the workload settled", complete)
 
 	a, b := f.clusters[0], f.clusters[1]
-	f.setImage("web:2")
+	f.startRollout()
 	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
 		f.ack()
 		d := readDep(f.deployment(a))
@@ -549,7 +569,7 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 
 	f.proxy.open()
 	waitForReady(t, a, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 30*time.Second)
-	f.rollout("web:2", 2, 1, nil)
+	f.rollout(nil)
 }
 
 // The hub stopped mid-rollout and started again (a fresh process: no memory)
@@ -563,9 +583,9 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 	})
 	f.settle()
 	f.ackUntil("the workload settled", complete)
-	f.setImage("web:2")
+	f.startRollout()
 	restarted := false
-	f.rollout("web:2", 2, 1, func(_ int, ds []dep) {
+	f.rollout(func(_ int, ds []dep) {
 		if restarted || ds[0].image != "web:2" || ds[0].stUpdated == 0 {
 			return
 		}
@@ -637,6 +657,8 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	f.settle()
 	f.ackUntil("the workload settled", complete)
 	a, b := f.clusters[0], f.clusters[1]
+	// a no longer matches the placement's selector, and the placement drops it
+	f.relabel(a, "fw-test", "elsewhere")
 	f.writeDecision(1, b)
 	eventually(t, fwStepTimeout, b+" grown to 6", func() (bool, string) {
 		d := readDep(f.deployment(b))
@@ -659,6 +681,154 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	})
 	if fw.Status.Clusters[0].Name != b {
 		t.Errorf("clusters %+v", fw.Status.Clusters)
+	}
+}
+
+// relabel sets one label of MemberCluster c.
+func (f *fedFleet) relabel(c, key, value string) {
+	f.t.Helper()
+	var mc fleetv1alpha1.MemberCluster
+	if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Name: c}, &mc); err != nil {
+		f.t.Fatal(err)
+	}
+	mc.Labels[key] = value
+	if err := hubEnv.Client.Update(context.Background(), &mc); err != nil {
+		f.t.Fatalf("relabelling %s: %v", c, err)
+	}
+}
+
+// setLostTimeout sets the workload's memberLostTimeoutSeconds.
+func (f *fedFleet) setLostTimeout(seconds int32) {
+	f.t.Helper()
+	f.update("setting memberLostTimeoutSeconds", func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.MemberLostTimeoutSeconds = &seconds })
+}
+
+// clusterStatus is the workload's status entry of cluster c, nil when absent.
+func clusterStatus(fw *fleetv1alpha1.FederatedWorkload, c string) *fleetv1alpha1.FederatedClusterStatus {
+	for i := range fw.Status.Clusters {
+		if fw.Status.Clusters[i].Name == c {
+			return &fw.Status.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// A member that stops answering leaves its placement (placements select Ready
+// members only), but it keeps its share and its charge until
+// memberLostTimeoutSeconds: the other member neither grows nor gets budget.
+// Once lost it is charged its whole share, the other grows to the whole
+// workload first, and only then is the lost member forgotten and the rollout
+// carries on over the members that answer.
+func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T) {
+	f := newFedFleet(t, "fw-keep", true)
+	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
+	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+	const lostAfter = 6
+	f.setLostTimeout(lostAfter)
+
+	a, b := f.clusters[0], f.clusters[1]
+	f.startRollout()
+	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
+		f.ack()
+		d := readDep(f.deployment(a))
+		return d.image == "web:2" && !d.paused && d.mu == 2, d.String()
+	})
+	f.setStatus(a, 5, 0, 5)
+	f.proxy.close()
+	mc := waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable, 30*time.Second)
+	notReadySince := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)).LastTransitionTime.Time
+	f.writeDecision(1, b) // what the Placement controller does with a member that is not Ready
+
+	// Until the timeout a keeps its share of 5 and its grant, and b is left alone.
+	f.waitForCondition("status naming "+a+" stale", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return strings.Contains(progressing(fw).Message, "cluster "+a+": status stale")
+	})
+	for time.Now().Before(notReadySince.Add((lostAfter - 2) * time.Second)) {
+		if d := readDep(f.deployment(b)); d.replicas != 5 || d.image != "web:1" || !d.paused {
+			t.Fatalf("%s took over %s's share or budget before %s was lost: %v", b, a, a, d)
+		}
+		if e := clusterStatus(f.workload(), a); e == nil || e.DesiredReplicas != 5 || !e.Grant.Started || e.Grant.MaxUnavailable != 2 {
+			t.Fatalf("the unreachable member's share or grant changed before the timeout: %+v", e)
+		}
+		time.Sleep(100 * time.Millisecond) // pacing the checks of a negative, not synchronisation
+	}
+
+	// Lost: b grows to the whole workload on the template it holds, with no
+	// budget (a's whole share counts as unavailable).
+	fw := f.waitForCondition(a+" charged as lost", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return strings.Contains(progressing(fw).Message, "cluster "+a+": unreachable")
+	})
+	if e := clusterStatus(fw, a); e == nil || e.DesiredReplicas != 5 {
+		t.Fatalf("the lost member left the status before the others grew: %+v", fw.Status.Clusters)
+	}
+	eventually(t, fwStepTimeout, b+" grown to 10", func() (bool, string) {
+		d := readDep(f.deployment(b))
+		return d.replicas == 10, d.String()
+	})
+	if d := readDep(f.deployment(b)); d.image != "web:1" || !d.paused {
+		t.Fatalf("%s got budget while %s's whole share counted as unavailable: %v", b, a, d)
+	}
+	f.setStatus(b, 10, 10, 10)
+	f.waitForCondition(a+" forgotten once "+b+" holds the whole workload", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return clusterStatus(fw, a) == nil
+	})
+	f.clusters = []string{b}
+	f.rollout(nil)
+	if d := readDep(f.deployment(b)); d.replicas != 10 || d.stUpdated != 10 {
+		t.Errorf("%s at the end: %v", b, d)
+	}
+}
+
+// A cluster that joins while the rollout holds units back (partition 4 of 6:
+// no Deployment member's whole share fits the 2 units allowed) starts on the
+// template the rollout holds back, not started, so the fleet never runs more
+// than replicas − partition units of the new template.
+func TestFederatedWorkload_JoiningClusterStartsOnTheHeldBackTemplate(t *testing.T) {
+	f := newFedFleet(t, "fw-join", false)
+	a, b := f.clusters[0], f.clusters[1]
+	f.writeDecision(1, a)
+	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0), nil)
+	eventually(t, fwStepTimeout, "the Deployment in "+a, func() (bool, string) {
+		d := readDep(f.deployment(a))
+		return d.replicas == 6, d.String()
+	})
+	f.setStatus(a, 6, 6, 6)
+	f.waitForCondition("the workload settled", complete)
+
+	f.update("starting a rollout with partition 4", func(fw *fleetv1alpha1.FederatedWorkload) {
+		fw.Spec.Template = deploymentTemplate("web:2")
+		fw.Spec.RolloutStrategy.Partition = 4
+	})
+	f.waitForCondition("a round on the new template", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return fw.Status.ObservedGeneration == fw.Generation
+	})
+	if d := readDep(f.deployment(a)); d.image != "web:1" || !d.paused {
+		t.Fatalf("%s started although its share of 6 does not fit 2: %v", a, d)
+	}
+
+	f.writeDecision(1, a, b)
+	eventually(t, fwStepTimeout, "the Deployment in "+b, func() (bool, string) {
+		d := readDep(f.deployment(b))
+		return d.exists, d.String()
+	})
+	if d := readDep(f.deployment(b)); d.image != "web:1" || !d.paused || d.replicas != 3 {
+		t.Fatalf("%s joined on the new template: 3 new units with only 2 allowed: %v", b, d)
+	}
+	f.settle()
+	fw := f.ackUntil("both members settled on the held-back template", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+	})
+	for _, c := range f.clusters {
+		if d := readDep(f.deployment(c)); d.image != "web:1" {
+			t.Errorf("%s runs %s; no whole share of 3 fits the 2 units allowed", c, d.image)
+		}
+	}
+	if fw.Status.UpdatedReplicas != 0 {
+		t.Errorf("%d units updated, want 0", fw.Status.UpdatedReplicas)
 	}
 }
 
