@@ -8,11 +8,13 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 	"github.com/lockstep-dev/lockstep/internal/hub/placement"
+	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // Leader election holds a Lease; the certificate rotator keeps the webhook
@@ -38,6 +40,9 @@ type Options struct {
 // Setup registers the hub's controllers with the manager. Members is the
 // registry the MemberCluster controller keeps; later controllers read it.
 func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
+	if err := lockstepmetrics.RegisterState(crmetrics.Registry, lockstepmetrics.NewFleet(mgr.GetClient(), lockstepmetrics.LeaderOnly(mgr.Elected()))); err != nil {
+		return fmt.Errorf("registering the fleet state metrics: %w", err)
+	}
 	if err := (&membercluster.Reconciler{
 		Client:        mgr.GetClient(),
 		SecretReader:  mgr.GetAPIReader(),

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -78,9 +79,21 @@ func NewState(reader client.Reader, elected func() bool, now func() time.Time) *
 	}
 }
 
-// RegisterState adds s to reg, replacing the State of an earlier operator
-// start in the same process (whose cache is gone).
-func RegisterState(reg prometheus.Registerer, s *State) error {
+// conditionSeries reports conditions the kube-state-metrics way: one series
+// per condition and status (True, False, Unknown), 1 on the current status,
+// with the condition's reason. labels come first.
+func conditionSeries(ch chan<- prometheus.Metric, d *prometheus.Desc, labels []string, conds []metav1.Condition) {
+	for _, c := range conds {
+		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+			values := append(slices.Clone(labels), c.Type, string(status), c.Reason)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, boolValue(c.Status == status), values...)
+		}
+	}
+}
+
+// RegisterState adds s to reg, replacing the collector of an earlier start in
+// the same process (whose cache is gone).
+func RegisterState(reg prometheus.Registerer, s prometheus.Collector) error {
 	reg.Unregister(s)
 	return reg.Register(s)
 }
@@ -186,11 +199,7 @@ func collectSet(ch chan<- prometheus.Metric, pcs *v1alpha1.PodCliqueSet, f *fami
 	gauge(descReplicasUpdating, float64(updating))
 	gauge(descUnscheduledGangs, float64(unscheduledGangs(f)))
 
-	for _, c := range st.Conditions {
-		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
-			gauge(descCondition, boolValue(c.Status == status), c.Type, string(status), c.Reason)
-		}
-	}
+	conditionSeries(ch, descCondition, []string{pcs.Namespace, pcs.Name}, st.Conditions)
 
 	roles := rolesOf(pcs, replicas, f)
 	names := make([]string, 0, len(roles))

@@ -89,12 +89,19 @@ func lifecycle(key string) bool {
 	return false
 }
 
-// Controller is the sum of the writes a rollout controller made: everything
-// but the pod lifecycle's.
+// endpoints are the writes kube-controller-manager makes to keep a Service's
+// endpoints: a PodCliqueSet replica's headless Service (for its pods' DNS
+// names) has them, a bare Deployment has none.
+func endpoints(key string) bool {
+	return key == "endpoints" || key == "endpointslices.discovery.k8s.io"
+}
+
+// Controller is the sum of the writes the rollout's controller made itself:
+// everything but the pod lifecycle's and the Service endpoints'.
 func (w Writes) Controller() float64 {
 	n := 0.0
 	for k, v := range w {
-		if !lifecycle(k) {
+		if !lifecycle(k) && !endpoints(k) {
 			n += v
 		}
 	}
@@ -103,7 +110,24 @@ func (w Writes) Controller() float64 {
 
 // Lifecycle is the sum of the pod lifecycle's writes.
 func (w Writes) Lifecycle() float64 {
-	return w.Total() - w.Controller()
+	n := 0.0
+	for k, v := range w {
+		if lifecycle(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// Endpoints is the sum of the Service endpoints' writes.
+func (w Writes) Endpoints() float64 {
+	n := 0.0
+	for k, v := range w {
+		if endpoints(k) {
+			n += v
+		}
+	}
+	return n
 }
 
 // Total is every write.

@@ -57,6 +57,7 @@ func operatorMetricNames(t *testing.T) map[string]bool {
 	}
 	add(r.Duration, true)
 	add(metrics.NewState(nil, nil, time.Now), false)
+	add(metrics.NewFleet(nil, nil), false) // the hub's, from the same chart
 
 	for _, f := range reconcileOnce(t) {
 		names[f.GetName()] = true
