@@ -39,7 +39,7 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 		Client: testCluster.Client, Config: testCluster.RESTConfig, Namespace: newNamespace(t, "bench"),
 		Pods: pods, ReadyDelay: ready, Poll: 50 * time.Millisecond, Timeout: 10 * time.Minute,
 		PodAnnotations: map[string]string{
-			readyDelayAnnotation:                    ready.String(),
+			readyDelayAnnotation:                   ready.String(),
 			"pod-delete.stage.kwok.x-k8s.io/delay": "1s",
 		},
 	}
