@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/naming"
 )
 
 // Strategy is one budget, given to a Deployment and to a Lockstep clique alike.
@@ -143,11 +144,16 @@ func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result,
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
 			return false, err
 		}
-		st := cur.Status
-		// Lockstep's own notion of a finished rollout: every replica on the
-		// update revision and available, the update revision current
+		var pclq v1alpha1.PodClique
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: naming.PodClique(name, 0, "server")}, &pclq); err != nil {
+			return false, err
+		}
+		st, n := cur.Status, int32(r.Pods)
+		// Lockstep's own notion of a finished rollout (the update revision
+		// current), with every pod of the clique updated and available, as the
+		// Deployment's counts say of its pods
 		return st.ObservedGeneration >= cur.Generation && st.UpdateRevision != from && st.CurrentRevision == st.UpdateRevision &&
-			st.UpdatedReplicas == 1 && st.AvailableReplicas == 1, nil
+			pclq.Status.UpdatedReplicas == n && pclq.Status.AvailableReplicas == n && pclq.Status.Replicas == n, nil
 	}
 	roll := func(ctx context.Context) error {
 		var cur v1alpha1.PodCliqueSet

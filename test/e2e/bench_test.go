@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/test/bench"
+	"github.com/lockstep-dev/lockstep/test/e2e/monitor"
 )
 
 // envBenchPods sets the pods each rollout of TestBench_RolloutAgainstTheDeploymentController
@@ -53,9 +54,18 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 		if err := r.AwaitNoPods(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if p.Lockstep, err = r.Lockstep(t.Context(), "lockstep-"+strconv.Itoa(i), s); err != nil {
+		// Lockstep runs under the invariant monitor: no figure may come from
+		// breaking the budget.
+		name := "lockstep-" + strconv.Itoa(i)
+		m := monitor.Options{PollInterval: 200 * time.Millisecond}.Start(t.Context(), t, testCluster.RESTConfig, r.Namespace, name)
+		if p.Lockstep, err = r.Lockstep(t.Context(), name, s); err != nil {
 			t.Fatal(err)
 		}
+		m.Stop()
+		if vs := m.Violations(); len(vs) > 0 {
+			t.Fatalf("Lockstep broke an invariant under %s:\n%s", s.Name, vs[0].Report())
+		}
+		t.Logf("Lockstep, %s: most pods live at once %d, fewest available %d", s.Name, mostLive(m.Timeline()), fewestAvailable(m.Timeline(), pods))
 		if err := r.AwaitNoPods(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -70,4 +80,38 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 	var out bytes.Buffer
 	bench.WriteTable(&out, pairs)
 	t.Logf("rollouts of %d pods, ready %s after binding, gone 1 s after deletion:\n%s", pods, ready, out.String())
+}
+
+// mostLive is the most pods live (not terminating) at once over a timeline.
+func mostLive(events []monitor.Event) int {
+	most := 0
+	replay(events, func(_ monitor.Event, pods map[string]*podRecord) {
+		n := 0
+		for _, p := range pods {
+			if !p.terminating {
+				n++
+			}
+		}
+		most = max(most, n)
+	})
+	return most
+}
+
+// fewestAvailable is the fewest ready, live pods at once once all pods first
+// were (the rollout's dip).
+func fewestAvailable(events []monitor.Event, pods int) int {
+	fewest, full := pods, false
+	replay(events, func(_ monitor.Event, ps map[string]*podRecord) {
+		n := 0
+		for _, p := range ps {
+			if p.ready && !p.terminating {
+				n++
+			}
+		}
+		full = full || n >= pods
+		if full {
+			fewest = min(fewest, n)
+		}
+	})
+	return fewest
 }

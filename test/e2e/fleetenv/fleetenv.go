@@ -234,13 +234,18 @@ type Process struct {
 	LogPath                           string
 	// The ports stay the same across restarts: the webhook configuration a
 	// killed run leaves behind keeps pointing at the right one.
-	probePort, webhookPort int
+	probePort, webhookPort, metricsPort int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
 	err    error
 	runs   int
+}
+
+// MetricsURL is where the process serves its Prometheus metrics.
+func (h *Process) MetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", h.metricsPort)
 }
 
 // newProcess prepares `lockstep <verb>` logging to logPath.
@@ -252,6 +257,9 @@ func newProcess(verb, binary, kubeconfig, logPath string) (*Process, error) {
 		return nil, err
 	}
 	if h.webhookPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if h.metricsPort, err = freePort(); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
@@ -278,7 +286,7 @@ func (h *Process) Start(ctx context.Context) error {
 		"--kubeconfig", h.kubeconfig,
 		"--leader-elect=false",
 		"--dev-webhooks", "--webhook-cert-dir", h.certDir, "--webhook-port", strconv.Itoa(h.webhookPort),
-		"--metrics-bind-address", "0",
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.probePort))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

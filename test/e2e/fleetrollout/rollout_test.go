@@ -4,6 +4,10 @@ package fleetrollout
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,8 +50,23 @@ func TestStory1_DeploymentSplit4And6KeepsTheGlobalBudget(t *testing.T) {
 		return fw.Status.ObservedGeneration == fw.Generation && fw.Status.UpdatedReplicas > 0 && !complete(fw)
 	})
 	t.Logf("mid-rollout:\n%s", statusYAML(mid))
+	// The hub's metrics follow the members: mid-rollout, then at the end.
+	t.Logf("the hub's member series mid-rollout:\n%s", strings.Join(s.memberSeries(), "\n"))
 
 	fw := s.finish(w, 10)
+	s.eventually("the hub's metrics to show both members updated", func() (bool, string) {
+		series := s.memberSeries()
+		want := []string{
+			`lockstep_federatedworkload_member_replicas_updated{cluster="m1",federatedworkload="web",namespace="story1"} 4`,
+			`lockstep_federatedworkload_member_replicas_updated{cluster="m2",federatedworkload="web",namespace="story1"} 6`,
+		}
+		for _, w := range want {
+			if !slices.Contains(series, w) {
+				return false, strings.Join(series, "\n")
+			}
+		}
+		return true, ""
+	})
 	took := time.Since(start)
 	s.checkWatcher(w)
 	ready, _ := time.ParseDuration(readyDelay)
@@ -381,4 +400,26 @@ func describePlacement(pl *fleetv1alpha1.Placement) string {
 		return "no DecisionsSettled yet"
 	}
 	return c.Reason + ": " + c.Message
+}
+
+// memberSeries are the per-member series the hub serves for the story's
+// workload, read from its /metrics.
+func (s *story) memberSeries() []string {
+	s.t.Helper()
+	resp, err := http.Get(testFleet.Process.MetricsURL())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "lockstep_federatedworkload_member_") && strings.Contains(line, `namespace="`+s.ns+`"`) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
