@@ -170,6 +170,11 @@ bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the 
 		go test -count=1 -tags e2e -timeout 60m -run '^TestBench_RolloutAgainstTheDeploymentController$$' -v ./test/e2e/ \
 		| grep -vE '^(=== RUN|--- PASS|PASS$$)'
 
+.PHONY: dashboard-picture
+dashboard-picture: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Draw docs/images/dashboard.svg from the operator's metrics during a real rollout (the e2e metrics test, on its own cluster).
+	LOCKSTEP_BIN=$(BIN) LOCKSTEP_E2E_CLUSTER=lockstep-dashboard LOCKSTEP_DASHBOARD_SVG=$(CURDIR)/docs/images/dashboard.svg \
+		go test -count=1 -tags e2e -timeout 20m -run '^TestMetrics_PerRoleSeriesFollowARollout$$' -v ./test/e2e/
+
 .PHONY: bench-fleet
 bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over 10,000 members under one budget.
 	go run ./hack/fleetsim -clusters $${FLEET_CLUSTERS:-10000}

@@ -8,11 +8,14 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/dashview"
 )
 
 // series are the lockstep_podcliqueset_* samples of one PodCliqueSet, keyed
@@ -91,6 +94,7 @@ func TestMetrics_PerRoleSeriesFollowARollout(t *testing.T) {
 	s.mustAwait("every role to be reported updated and available", time.Minute, fullyUpdated)
 
 	s.update(setImageTag("v2"))
+	record := recordSeries(t, s.ns, s.name)
 	var mid series
 	s.mustAwait("a scrape mid-rollout with a role step and a partly updated role", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
 		got, err := scrapeState(ctx, s.ns, s.name)
@@ -112,4 +116,48 @@ func TestMetrics_PerRoleSeriesFollowARollout(t *testing.T) {
 		t.Logf("mid-rollout: %s %v", k, mid[k])
 	}
 	s.mustAwait("every role to be reported updated again", 4*time.Minute, fullyUpdated)
+	samples := record()
+	if path := os.Getenv(envDashboardSVG); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := dashview.Write(f, s.name, samples); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the dashboard's series of this rollout (%d scrapes) drawn in %s", len(samples), path)
+	}
+}
+
+// envDashboardSVG, when set, names the file TestMetrics_PerRoleSeriesFollowARollout
+// draws its scrapes into (`make dashboard-picture`).
+const envDashboardSVG = "LOCKSTEP_DASHBOARD_SVG"
+
+// recordSeries scrapes the operator every 250 ms until the returned function
+// is called, which returns the samples.
+func recordSeries(t *testing.T, namespace, name string) func() []dashview.Sample {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan []dashview.Sample, 1)
+	start := time.Now()
+	go func() {
+		var out []dashview.Sample
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if got, err := scrapeState(ctx, namespace, name); err == nil {
+				out = append(out, dashview.Sample{At: time.Since(start), Series: got})
+			}
+			select {
+			case <-ctx.Done():
+				done <- out
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []dashview.Sample {
+		cancel()
+		return <-done
+	}
 }
