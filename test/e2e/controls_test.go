@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,25 +77,24 @@ func TestPartition_HoldsLowerReplicasUntilLowered(t *testing.T) {
 		t.Errorf("Progressing at the partition: %+v, want True PartitionReached", c)
 	}
 
-	// A pod of replica 0 deleted by hand comes back at the old revision.
+	// A pod of replica 0 deleted by hand comes back at the old revision (under
+	// TerminationStarted under a name of its own: it is found by its index).
 	victim := s.podName(0, "frontend", 0)
 	before := podNamed(held, victim)
 	if before == nil {
 		t.Fatalf("no pod %s", victim)
 	}
 	s.deletePod(victim)
-	var back *observed
+	var p *corev1.Pod
 	s.mustAwait("the deleted pod of replica 0 to come back", time.Minute, func(ctx context.Context) (bool, string, error) {
 		o, err := s.observe(ctx)
 		if err != nil {
 			return false, "", err
 		}
-		back = o
-		p := podNamed(o, victim)
-		return p != nil && p.UID != before.UID && p.DeletionTimestamp == nil && isReady(p) &&
+		p = livePodAt(o, 0, "frontend", 0)
+		return p != nil && p.UID != before.UID && isReady(p) &&
 			o.layout.diff(split) == "" && progressingIs(o.pcs, v1alpha1.ReasonPartitionReached), o.describe(), nil
 	})
-	p := podNamed(back, victim)
 	if h, rev := p.Labels[v1alpha1.LabelTemplateHash], p.Labels[v1alpha1.LabelPodCliqueSetRevision]; h != v1Hashes["frontend"] || rev != v1Revision || imageTag(p) != "v1" {
 		t.Errorf("pod %s came back with hash %s, revision %s, image %s; want the old %s, %s, v1",
 			victim, h, rev, imageTag(p), v1Hashes["frontend"], v1Revision)

@@ -474,6 +474,18 @@ func podNamed(o *observed, name string) *corev1.Pod {
 	return nil
 }
 
+// livePodAt is the live pod at an index of a standalone clique of a replica.
+func livePodAt(o *observed, replica int, clique string, index int) *corev1.Pod {
+	for i := range o.pods {
+		p := &o.pods[i]
+		if p.DeletionTimestamp == nil && p.Labels[v1alpha1.LabelPodCliqueSetReplicaIndex] == strconv.Itoa(replica) &&
+			p.Labels[v1alpha1.LabelClique] == clique && p.Labels[v1alpha1.LabelPodIndex] == strconv.Itoa(index) {
+			return p
+		}
+	}
+	return nil
+}
+
 // sinceStart formats a time relative to start, for logs.
 func sinceStart(at, start time.Time) string {
 	return at.Sub(start).Round(10 * time.Millisecond).String()
