@@ -99,42 +99,21 @@ func endpoints(key string) bool {
 // Controller is the sum of the writes the rollout's controller made itself:
 // everything but the pod lifecycle's and the Service endpoints'.
 func (w Writes) Controller() float64 {
-	n := 0.0
-	for k, v := range w {
-		if !lifecycle(k) && !endpoints(k) {
-			n += v
-		}
-	}
-	return n
+	return w.sum(func(k string) bool { return !lifecycle(k) && !endpoints(k) })
 }
 
 // Lifecycle is the sum of the pod lifecycle's writes.
-func (w Writes) Lifecycle() float64 {
-	n := 0.0
-	for k, v := range w {
-		if lifecycle(k) {
-			n += v
-		}
-	}
-	return n
-}
+func (w Writes) Lifecycle() float64 { return w.sum(lifecycle) }
 
 // Endpoints is the sum of the Service endpoints' writes.
-func (w Writes) Endpoints() float64 {
+func (w Writes) Endpoints() float64 { return w.sum(endpoints) }
+
+func (w Writes) sum(keep func(string) bool) float64 {
 	n := 0.0
 	for k, v := range w {
-		if endpoints(k) {
+		if keep(k) {
 			n += v
 		}
-	}
-	return n
-}
-
-// Total is every write.
-func (w Writes) Total() float64 {
-	n := 0.0
-	for _, v := range w {
-		n += v
 	}
 	return n
 }

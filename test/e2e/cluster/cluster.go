@@ -87,7 +87,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%s: %w (run 'make tools')", EnvBin, err)
 		}
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +177,9 @@ func (c *Cluster) run(ctx context.Context, script string, args ...string) error 
 	return nil
 }
 
-// repoRoot finds the module root from the working directory, which `go test`
+// RepoRoot finds the module root from the working directory, which `go test`
 // sets to the package directory.
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

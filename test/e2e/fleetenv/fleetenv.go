@@ -33,6 +33,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	lockstepv1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/test/e2e/cluster"
 )
 
 // Fleet is a local fleet: where it lives, a client of its hub and the hub process.
@@ -119,7 +120,7 @@ func New(name string) (*Fleet, error) {
 			return nil, fmt.Errorf("LOCKSTEP_BIN: %w (run 'make tools')", err)
 		}
 	}
-	root, err := repoRoot()
+	root, err := cluster.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -367,23 +368,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// repoRoot finds the module root from the working directory, which `go test`
-// sets to the package directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
