@@ -12,6 +12,16 @@
 // such members needs maxUnavailable of at least 1; with 0 they wait for ever
 // (Plan.Members says so).
 //
+// Re-division (weights change, a cluster joins or leaves) moves units between
+// members within the same budgets: a member's Desired (the replicas its object
+// holds) moves toward its Target (its share now). While shares move, the held
+// shares together may run above replicas (a grown member's new units count
+// against maxSurge) or below it (a shrunk member's against maxUnavailable), so
+// both limits are taken against the global replicas, not the sum of the
+// shares. Growth goes first (surge-first); a member shrinks once what grew is
+// available, or at once when growth is blocked (no surge budget, or the
+// partition leaves no room for more updated units).
+//
 // Safety rests on charging: every member is charged the most its current grant
 // lets it have unavailable (or above its share), and budget is handed out only
 // from what is left of the global limit. A member that has not yet seen the
@@ -89,10 +99,14 @@ type Grant struct {
 type Member struct {
 	Name string
 	Kind Kind
-	// Desired is the member's share of the global replicas.
+	// Desired is the replicas the member object holds now: what its own
+	// controller works toward.
 	Desired int32
-	Status  Status
-	Reach   Reach
+	// Target is the member's share of the global replicas under the division
+	// now (0 for a member leaving the placement). Desired moves toward it.
+	Target int32
+	Status Status
+	Reach  Reach
 	// Last is the grant written in the previous round; nil before the first.
 	Last *Grant
 	// Observed is the grant the member last observed, when it has not yet
@@ -115,6 +129,9 @@ type Strategy struct {
 type MemberPlan struct {
 	Name  string
 	Grant Grant
+	// Replicas is what the member object is to hold: Desired moved toward
+	// Target as far as the budgets allow.
+	Replicas int32
 	// Unavailable and Surge are what the grant may cost at most.
 	Unavailable, Surge int32
 	// Waiting says why the member gets no more budget now ("" when it got what
@@ -129,6 +146,9 @@ type Plan struct {
 	// Surge what the grants may cost together (never above the limits when the
 	// members kept to their last grants).
 	MaxUnavailable, MaxSurge, Unavailable, Surge int32
+	// Moving is how far the members' held shares (Desired) run above the
+	// global replicas (below when negative) while shares move.
+	Moving int32
 	// AllowedUpdated is how many units may be on the new revision:
 	// replicas − partition. Granted is how many the grants allow now.
 	AllowedUpdated, Granted int32
@@ -139,6 +159,13 @@ type Plan struct {
 	// because no Deployment member's whole share fits them (a Deployment takes
 	// its share or none of it).
 	WholeShareShortfall int32
+	// SharesHeld is how many units of re-divided shares have yet to move.
+	// With every member at rest and none moved, the rollout is Done with them
+	// held: no path to the new shares keeps every invariant (a grower's new
+	// units would come up on the new revision with the partition leaving no
+	// room, and the budgets allow no shrinking first). Lowering the
+	// partition, or a budget, lets them move.
+	SharesHeld int32
 }
 
 // Align computes the next grants. Members are served in name order, so rounds
@@ -167,14 +194,24 @@ func Align(s Strategy, members []Member) (Plan, error) {
 	// the larger of that and its last grant.
 	for i := range ms {
 		plans[i] = hold(&ms[i], s.Paused)
+		plans[i].Replicas = ms[i].Desired
 		p.Unavailable += plans[i].Unavailable
 		p.Surge += plans[i].Surge
-		p.Granted += allowedOf(&ms[i], plans[i].Grant)
+		p.Granted += max(allowedOf(&ms[i], plans[i].Grant), updatedAboveShare(&ms[i]))
+		p.Moving += ms[i].Desired
 	}
+	p.Moving -= s.Replicas
+	// Then shares move, before any new rollout budget: a member whose share
+	// moves this round gets no more of it until the move is seen.
+	moved, why := redivide(ms, plans, &p, s.Partition > 0)
 	// Then what is left of the budget goes to current members with work left.
 	if !s.Paused {
 		for i := range ms {
 			m := &ms[i]
+			if moved[i] {
+				plans[i].Waiting = "its share is moving"
+				continue
+			}
 			if m.Reach != Current {
 				plans[i].Waiting = "status stale"
 				if m.Reach == Lost {
@@ -187,10 +224,27 @@ func Align(s Strategy, members []Member) (Plan, error) {
 	}
 	p.Members = plans
 	p.Done = true
+	offTarget, regranted := false, false
+	for i := range ms {
+		offTarget = offTarget || ms[i].Desired != ms[i].Target
+		regranted = regranted || ms[i].Last == nil || *ms[i].Last != plans[i].Grant
+	}
+	// Shares that could not move may move next round when a grant changed
+	// (its old grant is charged one more round): done only at a fixpoint.
+	if offTarget && regranted {
+		p.Done = false
+	}
 	for i := range ms {
 		if !doneWith(&ms[i], plans[i].Grant) {
 			p.Done = false
 		}
+		if moved[i] {
+			p.Done = false
+		}
+		if plans[i].Waiting == "" {
+			plans[i].Waiting = why[i]
+		}
+		p.SharesHeld += max(0, ms[i].Target-plans[i].Replicas)
 	}
 	room := p.AllowedUpdated - p.Granted
 	if room > 0 && !usable(ms, plans, room) {
@@ -262,8 +316,11 @@ func hold(m *Member, paused bool) MemberPlan {
 func grow(m *Member, mp *MemberPlan, p *Plan) {
 	// What the member is already charged for but does not use may be handed
 	// back to it: it never left its reservation.
-	freeU := p.MaxUnavailable - p.Unavailable + (mp.Unavailable - chargeUnavailable(m, mp.Grant))
-	freeS := p.MaxSurge - p.Surge + (mp.Surge - chargeSurge(m, mp.Grant))
+	// Shares held below replicas while they move leave room only for the
+	// growers that make them up; shares held above do not widen the floor
+	// for a rollout, only for their shrinkers.
+	freeU := p.MaxUnavailable + min(0, p.Moving) - p.Unavailable + (mp.Unavailable - chargeUnavailable(m, mp.Grant))
+	freeS := p.MaxSurge - max(0, p.Moving) - p.Surge + (mp.Surge - chargeSurge(m, mp.Grant))
 	room := p.AllowedUpdated - p.Granted
 	g := mp.Grant
 	switch m.Kind {
@@ -284,8 +341,9 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		p.Granted += k
 	case Deployment:
 		if !g.Started {
-			if m.Desired > room {
-				mp.Waiting = waiting(m.Desired > 0, fmt.Sprintf("its whole share of %d does not fit the %d units the partition still allows", m.Desired, room))
+			// A share on its way up is whole only at its target.
+			if share := max(m.Desired, m.Target); share > room {
+				mp.Waiting = waiting(share > 0, fmt.Sprintf("its whole share of %d does not fit the %d units the partition still allows", share, room))
 				return
 			}
 			if freeU <= 0 && freeS <= 0 {
@@ -318,6 +376,152 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 	before = mp.Surge
 	mp.Surge = max(mp.Surge, chargeSurge(m, g))
 	p.Surge += mp.Surge - before
+}
+
+// freeUnavailable is the unavailability budget left. The members' charges
+// are taken against their held shares; the floor is replicas − maxUnavailable,
+// so shares held above replicas widen what the charges may reach.
+func (p *Plan) freeUnavailable() int32 {
+	return p.MaxUnavailable + p.Moving - p.Unavailable
+}
+
+// freeSurge is the surge budget left: the ceiling is replicas + maxSurge, so
+// shares held above replicas use it up.
+func (p *Plan) freeSurge() int32 {
+	return p.MaxSurge - p.Moving - p.Surge
+}
+
+// redivide moves current members' held shares toward their targets, growth
+// first: a grower takes free surge (and, when its new units come up on the
+// new revision while a partition holds, room under it). A shrinker gives back what the
+// growers already hold above replicas, within the unavailability budget; when
+// growth is blocked it gives back first, so the growers can follow: for
+// growth short of surge budget any shrinker, for growth short of room under
+// the partition only a shrinker whose removed units free such room.
+func redivide(ms []Member, plans []MemberPlan, p *Plan, partitioned bool) (moved []bool, why []string) {
+	moved, why = make([]bool, len(ms)), make([]string, len(ms))
+	var shortOfSurge, shortOfRoom int32
+	for i := range ms {
+		m := &ms[i]
+		want := m.Target - m.Desired
+		if want <= 0 || !movable(m, plans[i].Grant) {
+			continue
+		}
+		updates := updatesWhenGrown(m, plans[i].Grant)
+		fits := want
+		if updates && partitioned {
+			// Without a partition every unit may be new: the surge ceiling is
+			// the only bound on the units above replicas.
+			fits = min(want, max(0, p.AllowedUpdated-p.Granted))
+		}
+		g := min(fits, max(0, p.freeSurge()))
+		shortOfRoom += want - fits
+		shortOfSurge += fits - g
+		switch {
+		case fits < want:
+			why[i] = fmt.Sprintf("its share grows by %d, but the partition leaves room for %d more updated units", want, fits)
+		case g < want:
+			why[i] = fmt.Sprintf("its share grows by %d, with surge budget for %d", want, g)
+		}
+		if g == 0 {
+			continue
+		}
+		grow := &plans[i]
+		grow.Replicas += g
+		if m.Kind == Partitioned && !updates {
+			grow.Grant.Partition = grow.Replicas // it holds every unit, new ones too
+		}
+		if updates {
+			p.Granted += g
+		}
+		// New units start unavailable: charged as such, and the floor widens
+		// by as much (they sit above replicas).
+		grow.Unavailable += g
+		p.Unavailable += g
+		p.Moving += g
+		moved[i] = true
+	}
+	anyShrinker := max(0, p.Moving) + shortOfSurge
+	for i := range ms {
+		m := &ms[i]
+		want := m.Desired - m.Target
+		if want <= 0 || !movable(m, plans[i].Grant) {
+			continue
+		}
+		// Of its units, those it lets update (the ones it removes first) free
+		// room under the partition.
+		pool := anyShrinker + min(shortOfRoom, allowedOf(m, plans[i].Grant))
+		d := min(want, pool, max(0, p.freeUnavailable()))
+		if d < want {
+			why[i] = fmt.Sprintf("its share shrinks by %d once the others have grown into it", want)
+		}
+		if d == 0 {
+			continue
+		}
+		fromAny := min(d, anyShrinker)
+		anyShrinker -= fromAny
+		shortOfRoom -= d - fromAny
+		plans[i].Replicas -= d
+		if m.Kind == Partitioned {
+			plans[i].Grant.Partition = min(plans[i].Grant.Partition, plans[i].Replicas)
+		}
+		// Its removed units may all have been available: the floor narrows by
+		// them. Until they are gone they sit above its new share: surge.
+		plans[i].Surge += d
+		p.Surge += d
+		p.Moving -= d
+		moved[i] = true
+	}
+	return moved, why
+}
+
+// movable: the member's share may move now. It must be at rest under its
+// grant g: current, with nothing above its share or unavailable (its own
+// controller scales surge and terminating units in its own way, which the
+// charges could not bound), and either frozen by g or done with what g allows
+// (else, seeing the write late, it could still update units its new share no
+// longer allows).
+//
+// Both the grant it holds and the one it gets now must keep it so: it may
+// still act on the one it holds after the status was read.
+func movable(m *Member, g Grant) bool {
+	if m.Reach != Current || m.Status.Replicas+m.Status.Terminating > m.Desired || m.Status.Available < m.Status.Replicas {
+		return false
+	}
+	last := initial(m)
+	if m.Last != nil {
+		last = *m.Last
+	}
+	return atRestUnder(m, last) && atRestUnder(m, g)
+}
+
+// atRestUnder: the member replaces nothing more under grant g.
+func atRestUnder(m *Member, g Grant) bool {
+	if m.Kind == Deployment && (!g.Started || g.Paused) {
+		return true
+	}
+	return m.Status.UpdatedAvailable == allowedOf(m, g)
+}
+
+// updatedAboveShare is how many updated units a member still runs when its
+// share shrank below what it runs: until they are scaled away they count
+// against the partition.
+func updatedAboveShare(m *Member) int32 {
+	if m.Status.Replicas <= m.Desired {
+		return 0
+	}
+	return m.Status.Updated
+}
+
+// updatesWhenGrown: the units a member adds when it grows come up on the new
+// revision (a started Deployment; a partitioned member that lets some of its
+// units update, as its new indices sit above the partition, or one with
+// nothing yet, whose object starts on the current template).
+func updatesWhenGrown(m *Member, g Grant) bool {
+	if m.Kind == Partitioned {
+		return g.Partition < m.Desired || m.Desired == 0
+	}
+	return g.Started
 }
 
 func waiting(blocked bool, why string) string {

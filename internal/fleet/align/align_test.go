@@ -77,8 +77,8 @@ func alignRound(t *testing.T, s Strategy, fleet []*SimMember) Plan {
 	for _, mp := range plan.Members {
 		for _, f := range fleet {
 			if f.Name == mp.Name && !f.Lost {
-				g := mp.Grant
-				f.Written, f.Applied = &g, &g
+				f.Write(mp)
+				f.Observe()
 			}
 		}
 	}
@@ -140,10 +140,10 @@ func layouts(fleet []*SimMember) string {
 // of 1 (what it runs above its share), while it is charged all 3.
 func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
 	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(1)}
-	a := Member{Name: "a", Kind: Deployment, Desired: 4,
+	a := Member{Name: "a", Kind: Deployment, Desired: 4, Target: 4,
 		Status: Status{Replicas: 5, Terminating: 2, Updated: 3, UpdatedAvailable: 2, Available: 3},
 		Last:   &Grant{Started: true, MaxUnavailable: 2, MaxSurge: 1}}
-	b := Member{Name: "b", Kind: Deployment, Desired: 6, Status: Status{Replicas: 6, Available: 6}, Last: &Grant{}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 6, Target: 6, Status: Status{Replicas: 6, Available: 6}, Last: &Grant{}}
 	plan, err := Align(s, []Member{a, b})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
 func TestAlign_PartitionNeverRisesWhenMoreThanAllowedRunTheTemplate(t *testing.T) {
 	s := Strategy{Replicas: 6, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: 2}
 	fresh := func(name string) Member {
-		return Member{Name: name, Kind: Partitioned, Desired: 3, Last: &Grant{Started: true},
+		return Member{Name: name, Kind: Partitioned, Desired: 3, Target: 3, Last: &Grant{Started: true},
 			Status: Status{Replicas: 3, Updated: 3, UpdatedAvailable: 3, Available: 3}}
 	}
 	plan, err := Align(s, []Member{fresh("a"), fresh("b")})

@@ -2,20 +2,28 @@ package align
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/internal/fleet/division"
 )
 
 // Over random fleets (kinds, shares), global strategies, members that see
-// their grants late and members the hub loses for a while, the fleet-wide
-// invariants hold after every action of every member: at least replicas −
-// maxUnavailable available, at most replicas + maxSurge units, at most
-// replicas − partition of the members' shares on the new revision; partitions never rise; and once
-// every member is reachable and current, the rollout completes with exactly
-// replicas − partition units updated (Deployment members take their whole
-// share or none, so with them the count is the most that fits).
+// their grants late, members the hub loses for a while, and the replicas
+// re-divided mid-rollout (new weights, a member leaving, a member joining),
+// the fleet-wide invariants hold after every action of every member: at least
+// replicas − maxUnavailable available, at most replicas + maxSurge units, at
+// most replicas − partition units on the new revision (plus the surge: units
+// above a member's replicas, members' replicas above the global ones while
+// shares move); a partition rises only with the share of a member holding
+// every unit; and once every member is reachable and current, the shares
+// reach their targets (unless no path keeps the invariants, which the plan
+// reports) and the rollout completes with exactly replicas − partition units
+// updated (Deployment members take their whole share or none, so with them
+// the count is the most that fits).
 func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 6).Draw(t, "members")
@@ -44,23 +52,32 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		u, sg := plan.MaxUnavailable, plan.MaxSurge
-		partitions := map[string]int32{}
+		type held struct{ partition, desired int32 }
+		partitions := map[string]held{}
 		check := func(when string) {
-			var available, units, updated int32
+			var available, units, scales, updated int32
 			for _, f := range fleet {
 				m := f.Member()
 				available += m.Status.Available
 				units += int32(len(f.Units))
-				updated += min(m.Status.Updated, f.Desired) // surge units sit above the share
+				scales += f.Scale
+				updated += min(m.Status.Updated, f.Scale) // a member's units above its replicas are surge
 			}
-			if available < desired-u || units > desired+sg || updated > desired-s.Partition {
+			// So are members' replicas above the global ones while shares
+			// move; the rest keep to the partition.
+			mostUpdated := desired - s.Partition + max(0, scales-desired)
+			if available < desired-u || units > desired+sg || updated > mostUpdated {
 				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d): %s\n%+v",
-					when, available, desired-u, units, desired+sg, updated, desired-s.Partition, layouts(fleet), members(fleet))
+					when, available, desired-u, units, desired+sg, updated, mostUpdated, layouts(fleet), members(fleet))
 			}
 		}
 		faulty := rapid.IntRange(0, 8).Draw(t, "faulty rounds")
+		redivideAt := rapid.IntRange(-1, 6).Draw(t, "re-division round")
 		var last Plan
 		for round := range 200 {
+			if round == redivideAt {
+				fleet = newDivision(t, fleet, desired)
+			}
 			// The hub's round: align on what it sees, write the grants.
 			plan, err := Align(s, members(fleet))
 			last = plan
@@ -71,6 +88,13 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 			if plan.Done && round > faulty {
 				if plan.Granted+plan.WholeShareShortfall != plan.AllowedUpdated {
 					t.Fatalf("done with %d units allowed and %d short, want %d", plan.Granted, plan.WholeShareShortfall, plan.AllowedUpdated)
+				}
+				if plan.SharesHeld == 0 {
+					for _, f := range fleet {
+						if f.Desired != f.Target {
+							t.Fatalf("done with %s holding %d replicas for a share of %d", f.Name, f.Desired, f.Target)
+						}
+					}
 				}
 				if plan.WholeShareShortfall > 0 && !onlyDeploymentsLeft(fleet, plan) {
 					t.Fatalf("done %d short, but a partitioned member could take them", plan.WholeShareShortfall)
@@ -83,20 +107,20 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 					continue
 				}
 				if f.Kind == Partitioned {
-					if last, ok := partitions[f.Name]; ok && mp.Grant.Partition > last {
-						t.Fatalf("round %d: %s partition rose %d -> %d", round, f.Name, last, mp.Grant.Partition)
+					if last, ok := partitions[f.Name]; ok && mp.Grant.Partition > last.partition && last.partition < last.desired {
+						t.Fatalf("round %d: %s partition rose %d -> %d with %d of %d units allowed to update",
+							round, f.Name, last.partition, mp.Grant.Partition, last.desired-last.partition, last.desired)
 					}
-					partitions[f.Name] = mp.Grant.Partition
+					partitions[f.Name] = held{mp.Grant.Partition, mp.Replicas}
 				}
-				g := mp.Grant
-				f.Written = &g
+				f.Write(mp)
 			}
 			// The members: each may miss the write for a round, or be lost, in
 			// the faulty rounds; each acts a random number of passes.
 			for _, f := range fleet {
 				f.Lost = round < faulty && rapid.IntRange(0, 9).Draw(t, "lost") == 0
 				if round >= faulty || rapid.IntRange(0, 2).Draw(t, "delay") != 0 {
-					f.Applied = f.Written
+					f.Observe()
 				}
 			}
 			passes := rapid.IntRange(1, 4).Draw(t, "passes")
@@ -120,6 +144,31 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 		}
 		t.Fatalf("no rollout end after 200 rounds: %s\nlast plan %+v\nmembers %+v", layouts(fleet), last, members(fleet))
 	})
+}
+
+// newDivision draws new weights for the fleet (a member may drop to 0, as one
+// leaving the placement does) and maybe a member joining with nothing yet,
+// and sets every member's target to its new share of replicas. A partitioned
+// member that joins starts on the current template (nothing holds the old
+// one for it), so its units count against the partition.
+func newDivision(t *rapid.T, fleet []*SimMember, replicas int32) []*SimMember {
+	if rapid.Bool().Draw(t, "a member joins") {
+		kind := rapid.SampledFrom([]Kind{Deployment, Partitioned}).Draw(t, "joining kind")
+		fleet = append(fleet, NewSimMember(fmt.Sprintf("m%d", len(fleet)), kind, 0))
+	}
+	names := make([]string, len(fleet))
+	weights := make([]int32, len(fleet))
+	for i, f := range fleet {
+		names[i] = f.Name
+		weights[i] = int32(rapid.IntRange(0, 4).Draw(t, "weight"))
+	}
+	if !slices.ContainsFunc(weights, func(w int32) bool { return w > 0 }) {
+		weights[0] = 1
+	}
+	for i, share := range division.Shares(replicas, names, weights) {
+		fleet[i].Target = share
+	}
+	return fleet
 }
 
 func members(fleet []*SimMember) []Member {

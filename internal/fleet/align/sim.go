@@ -15,10 +15,16 @@ import (
 // over its units, told the grant as a Deployment or a StatefulSet would be (a
 // StatefulSet updates one unit at a time above its partition).
 type SimMember struct {
-	Name    string
-	Kind    Kind
-	Desired int32
-	Units   []rollout.Unit
+	Name string
+	Kind Kind
+	// Desired is the replicas the hub wrote last; Scale those the member acts
+	// on (behind Desired until it observes the write). Target is its share
+	// under the division now.
+	Desired, Scale, Target int32
+	// scaled is the Scale a frozen member (not started, paused) last scaled
+	// to: like a Deployment, it acts only on a change of replicas.
+	scaled int32
+	Units  []rollout.Unit
 	// Written is the grant the hub wrote last; Applied the one the member acts
 	// on (behind Written until it observes the write).
 	Written, Applied *Grant
@@ -28,17 +34,28 @@ type SimMember struct {
 
 // NewSimMember is a member with desired units, all old and available.
 func NewSimMember(name string, kind Kind, desired int32) *SimMember {
-	m := &SimMember{Name: name, Kind: kind, Desired: desired}
+	m := &SimMember{Name: name, Kind: kind, Desired: desired, Scale: desired, Target: desired, scaled: desired}
 	for i := range desired {
 		m.Units = append(m.Units, rollout.Unit{Index: i, Revision: "old", Scheduled: true, Ready: true, Available: true})
 	}
 	return m
 }
 
+// Write is the hub writing the member object: its replicas and grant.
+func (f *SimMember) Write(mp MemberPlan) {
+	g := mp.Grant
+	f.Written, f.Desired = &g, mp.Replicas
+}
+
+// Observe is the member's controller seeing the last write.
+func (f *SimMember) Observe() {
+	f.Applied, f.Scale = f.Written, f.Desired
+}
+
 // Member is what the hub sees of it.
 func (f *SimMember) Member() Member {
-	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Last: f.Written}
-	if f.Written != f.Applied {
+	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Target: f.Target, Last: f.Written}
+	if f.Written != f.Applied || f.Scale != f.Desired {
 		m.Reach = Stale
 		if f.Applied != nil {
 			m.Observed = f.Applied
@@ -69,24 +86,29 @@ func (f *SimMember) Member() Member {
 	return m
 }
 
-// policy is the member controller's own policy under its grant.
+// policy is the member controller's own policy under its grant. A member
+// not started or paused replaces nothing but still scales, as a Deployment
+// does: new units on the template it holds.
 func (f *SimMember) policy() (rollout.Policy, bool) {
-	g := f.Applied
-	if g == nil || !g.Started {
-		return rollout.Policy{}, false
-	}
-	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: f.Desired, UpdateRevision: "new", CurrentRevision: "old",
+	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: f.Scale, UpdateRevision: "new", CurrentRevision: "old",
 		UpdateOrder: rollout.LowestIndexFirst, ScaleIn: rollout.HighestIndexFirst}
-	switch f.Kind {
-	case Partitioned:
+	g := f.Applied
+	switch {
+	case f.Kind == Partitioned && g != nil && g.Started:
 		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(1), intstr.FromInt32(0)
 		p.Partition = g.Partition
-	case Deployment:
-		if g.Paused {
-			return rollout.Policy{}, false
+	case g == nil || !g.Started || g.Paused:
+		if f.Scale == f.scaled {
+			return p, false
 		}
+		p.Type = v1alpha1.OnDeleteStrategyType
+		if g == nil || !g.Started {
+			p.UpdateRevision = "old"
+		}
+	default:
 		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(g.MaxUnavailable), intstr.FromInt32(g.MaxSurge)
 	}
+	f.scaled = f.Scale
 	return p, true
 }
 
@@ -178,8 +200,8 @@ func Play(s Strategy, fleet []*SimMember, maxWaves int) (waves []Wave, done bool
 		w := Wave{Plan: plan}
 		for _, mp := range plan.Members {
 			if f := byName[mp.Name]; f != nil && !f.Lost {
-				g := mp.Grant
-				f.Written, f.Applied = &g, &g
+				f.Write(mp)
+				f.Observe()
 			}
 		}
 		for _, f := range fleet {

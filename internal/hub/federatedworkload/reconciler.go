@@ -194,7 +194,9 @@ func (rd *round) alignMembers() []align.Member {
 			continue
 		}
 		out = append(out, align.Member{
-			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Status: m.Status,
+			// The hub writes each member its share at once: Align moves no
+			// shares (Target = Desired).
+			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Target: m.Desired, Status: m.Status,
 			Reach: m.Reach, Last: m.last, Observed: m.seen,
 		})
 	}
