@@ -195,6 +195,14 @@ func Align(s Strategy, members []Member) (Plan, error) {
 	for i := range ms {
 		plans[i] = hold(&ms[i], s.Paused)
 		plans[i].Replicas = ms[i].Desired
+		if writtenOff(&ms[i]) {
+			// Neither its units nor their absence are counted: the others'
+			// shares, grown into its share, are held below replicas until
+			// they are, which charges the floor exactly as its whole share
+			// unavailable would.
+			plans[i].Unavailable, plans[i].Surge = 0, 0
+			continue
+		}
 		p.Unavailable += plans[i].Unavailable
 		p.Surge += plans[i].Surge
 		p.Granted += max(allowedOf(&ms[i], plans[i].Grant), updatedAboveShare(&ms[i]))
@@ -341,8 +349,14 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		p.Granted += k
 	case Deployment:
 		if !g.Started {
-			// A share on its way up is whole only at its target.
-			if share := max(m.Desired, m.Target); share > room {
+			// A share on its way up is whole only at its target. A member with
+			// no share keeps the old template: should it get one later, its
+			// units can still stay old.
+			share := max(m.Desired, m.Target)
+			if share == 0 {
+				return
+			}
+			if share > room {
 				mp.Waiting = waiting(share > 0, fmt.Sprintf("its whole share of %d does not fit the %d units the partition still allows", share, room))
 				return
 			}
@@ -473,6 +487,12 @@ func redivide(ms []Member, plans []MemberPlan, p *Plan, partitioned bool) (moved
 		moved[i] = true
 	}
 	return moved, why
+}
+
+// writtenOff: a member lost after it left (its share is 0): its units are
+// taken as gone, so the others can grow into its share within the budgets.
+func writtenOff(m *Member) bool {
+	return m.Reach == Lost && m.Target == 0
 }
 
 // movable: the member's share may move now. It must be at rest under its

@@ -39,15 +39,16 @@ func TestLostFor_CountsFromTheReadyTransition(t *testing.T) {
 }
 
 func TestOthersGrown_OnlyWhenEveryStayingMemberIsCurrentAndFull(t *testing.T) {
-	full := memberView{Name: "a", Desired: 6, Status: align.Status{Replicas: 6, Available: 6}}
+	full := memberView{Name: "a", Desired: 6, Target: 6, Status: align.Status{Replicas: 6, Available: 6}}
 	cases := []struct {
 		name  string
 		views []memberView
 		want  bool
 	}{
 		{"all grown", []memberView{full}, true},
-		{"one short", []memberView{full, {Name: "b", Desired: 4, Status: align.Status{Replicas: 4, Available: 3}}}, false},
-		{"one stale", []memberView{full, {Name: "b", Desired: 4, Status: align.Status{Replicas: 4, Available: 4}, Reach: align.Stale}}, false},
+		{"one short", []memberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 3}}}, false},
+		{"one not yet at its share", []memberView{full, {Name: "b", Desired: 3, Target: 4, Status: align.Status{Replicas: 3, Available: 3}}}, false},
+		{"one stale", []memberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 4}, Reach: align.Stale}}, false},
 		{"nobody stays", nil, true},
 	}
 	for _, c := range cases {

@@ -194,9 +194,7 @@ func (rd *round) alignMembers() []align.Member {
 			continue
 		}
 		out = append(out, align.Member{
-			// The hub writes each member its share at once: Align moves no
-			// shares (Target = Desired).
-			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Target: m.Desired, Status: m.Status,
+			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Target: m.Target, Status: m.Status,
 			Reach: m.Reach, Last: m.last, Observed: m.seen,
 		})
 	}
@@ -247,10 +245,17 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	shares := division.Shares(fw.Spec.Replicas, divided, weights)
 
 	sameRevision := fw.Status.UpdateRevision == tmpl.Revision
+	// A workload that has written no member object yet is created at its
+	// shares at once; after that, shares move within the rollout budgets.
+	fresh := len(fw.Status.Clusters) == 0
 	rd := &round{}
 	for i, name := range divided {
 		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], entries[name], sameRevision)
-		m.Desired = shares[i]
+		m.Target = shares[i]
+		m.Desired = heldReplicas(m, entries[name])
+		if fresh {
+			m.Desired = m.Target
+		}
 		rd.members = append(rd.members, m)
 	}
 	holdBackFreshMembers(tmpl, rd.members)
@@ -265,19 +270,15 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		}
 		m := r.observeMember(ctx, fw, tmpl, name, mcs[name], e, sameRevision)
 		m.Leaving = true
-		m.Desired = e.DesiredReplicas
-		if m.held != nil {
-			m.Desired = int32(max(0, nestedInt(m.held, "spec", "replicas")))
-		}
+		m.Desired, m.Target = heldReplicas(m, e), 0
 		switch {
 		case m.conn != nil && m.held == nil:
 			m.gone = true // nothing left in the member
 		case m.conn == nil && m.Reach == align.Lost:
-			// Charged its whole share until the others have taken it over; then
-			// forgotten, as it cannot be reached to clean up (see docs/fleet.md).
+			// Written off (its units count as down and as gone) until the
+			// others have taken its share over; then forgotten, as it cannot be
+			// reached to clean up (see docs/fleet.md).
 			m.gone = grown
-		case grown:
-			m.Desired = 0
 		}
 		rd.members = append(rd.members, m)
 	}
@@ -344,11 +345,25 @@ func holdBackFreshMembers(tmpl *member.Template, ms []*observed) {
 // current, so the units of a leaving cluster may go.
 func othersGrown(views []memberView) bool {
 	for _, v := range views {
-		if v.Reach != align.Current || v.Status.Available < v.Desired {
+		if v.Reach != align.Current || v.Desired < v.Target || v.Status.Available < v.Target {
 			return false
 		}
 	}
 	return true
+}
+
+// heldReplicas is the share the member object holds: what the hub last
+// wrote to it (its status entry; an edit by someone else is overwritten, not
+// taken as a share), else its spec.replicas as read, else 0 for an object
+// not created yet.
+func heldReplicas(m *observed, entry *fleetv1alpha1.FederatedClusterStatus) int32 {
+	switch {
+	case entry != nil:
+		return entry.DesiredReplicas
+	case m.held != nil:
+		return int32(max(0, nestedInt(m.held, "spec", "replicas")))
+	}
+	return 0
 }
 
 // observeMember reads one member: its reachability, its object and status.
@@ -465,12 +480,16 @@ func (r *Reconciler) placedClusters(ctx context.Context, fw *fleetv1alpha1.Feder
 // apply writes every reachable member's object with its grant, and deletes
 // the objects of clusters that left once their units have moved.
 func (r *Reconciler) apply(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, rd *round, plan align.Plan) error {
-	grants := make(map[string]align.Grant, len(plan.Members))
+	plans := make(map[string]align.MemberPlan, len(plan.Members))
 	for _, mp := range plan.Members {
-		grants[mp.Name] = mp.Grant
+		plans[mp.Name] = mp
 	}
 	var errs []string
 	for _, m := range rd.members {
+		mp, planned := plans[m.Name]
+		if planned {
+			m.Desired = mp.Replicas // what the member object holds from now on
+		}
 		if m.conn == nil || m.gone {
 			continue
 		}
@@ -479,7 +498,7 @@ func (r *Reconciler) apply(ctx context.Context, fw *fleetv1alpha1.FederatedWorkl
 			err = r.deleteMemberObject(ctx, m.conn, tmpl, fw)
 			m.gone = err == nil
 		} else {
-			err = r.applyMember(ctx, fw, tmpl, m, grants[m.Name])
+			err = r.applyMember(ctx, fw, tmpl, m, mp.Grant)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("cluster %s: %v", m.Name, err))

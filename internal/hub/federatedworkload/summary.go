@@ -15,10 +15,12 @@ const maxWaitsInMessage = 5
 
 // memberView is one member as the round saw it.
 type memberView struct {
-	Name    string
-	Desired int32
-	Status  align.Status
-	Reach   align.Reach
+	Name string
+	// Desired is what the member object holds (spec.replicas), Target its
+	// share under the division now; shares move within the rollout budgets.
+	Desired, Target int32
+	Status          align.Status
+	Reach           align.Reach
 	// Leaving: the cluster left the placement; its units move to the others.
 	Leaving bool
 }
@@ -60,6 +62,9 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 			waits = append(waits, "cluster "+v.Name+": "+w)
 		}
 	}
+	if plan.SharesHeld > 0 {
+		waits = append(waits, fmt.Sprintf("%s of the new division cannot move yet (each cluster says why)", plural(plan.SharesHeld, unit)))
+	}
 	if plan.WholeShareShortfall > 0 {
 		waits = append(waits, fmt.Sprintf("%s stay on the old revision: no Deployment member's whole share fits the partition", plural(plan.WholeShareShortfall, unit)))
 	}
@@ -75,7 +80,7 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 	case paused:
 		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonRolloutPaused
 		prog.Message = "paused: " + waitsMessage(waits, "no member is waiting")
-	case !plan.Done || leaving:
+	case !plan.Done || leaving || plan.SharesHeld > 0:
 		prog.Status, prog.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonRolloutInProgress
 		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for %s", s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the members to act on their grants"))
 	}

@@ -52,6 +52,16 @@ func TestSummarize_ProgressingNamesWhatTheRolloutWaitsFor(t *testing.T) {
 			avail:    metav1.ConditionTrue,
 		},
 		{
+			name:     "re-divided units held by the partition",
+			replicas: 10,
+			views:    []memberView{{Name: "a", Desired: 5, Target: 7, Status: ready(5, 5)}, {Name: "b", Desired: 5, Target: 3, Status: ready(5, 0)}},
+			plan: align.Plan{MaxUnavailable: 1, AllowedUpdated: 5, Done: true, SharesHeld: 2, Members: []align.MemberPlan{
+				{Name: "a", Waiting: "its share grows by 2, but the partition leaves room for 0 more updated units"}}},
+			status: metav1.ConditionTrue, reason: fleetv1alpha1.ReasonRolloutInProgress,
+			contains: []string{"2 pods of the new division cannot move yet", "cluster a: its share grows by 2, but the partition"},
+			avail:    metav1.ConditionTrue,
+		},
+		{
 			name:   "a Deployment's share does not fit the partition",
 			views:  []memberView{{Name: "a", Desired: 5, Status: ready(5, 5)}, {Name: "b", Desired: 5, Status: ready(5, 0)}},
 			plan:   align.Plan{MaxUnavailable: 1, AllowedUpdated: 7, Done: true, WholeShareShortfall: 2},

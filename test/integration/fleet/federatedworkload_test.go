@@ -285,15 +285,19 @@ func (d dep) String() string {
 // observing the current generation.
 func (f *fedFleet) setStatus(c string, replicas, updated, available int64) {
 	f.t.Helper()
-	u := f.deployment(c)
-	if u == nil {
-		f.t.Fatalf("no Deployment in %s", c)
-	}
-	u.Object["status"] = map[string]any{
-		"observedGeneration": u.GetGeneration(), "replicas": replicas, "updatedReplicas": updated,
-		"availableReplicas": available, "readyReplicas": available,
-	}
-	if err := f.envs[c].Client.Status().Update(context.Background(), u); err != nil {
+	var u *unstructured.Unstructured
+	// The hub may write the spec in between: read again and retry.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if u = f.deployment(c); u == nil {
+			return fmt.Errorf("no Deployment in %s", c)
+		}
+		u.Object["status"] = map[string]any{
+			"observedGeneration": u.GetGeneration(), "replicas": replicas, "updatedReplicas": updated,
+			"availableReplicas": available, "readyReplicas": available,
+		}
+		return f.envs[c].Client.Status().Update(context.Background(), u)
+	})
+	if err != nil {
 		f.t.Fatalf("writing the Deployment status in %s: %v", c, err)
 	}
 	f.statusImage[c] = readDep(u).image
@@ -328,6 +332,26 @@ func (f *fedFleet) ack() {
 }
 
 // ackUntil acks the members' specs until the workload satisfies cond.
+// settleUntil plays the members' Deployment controllers, a step at a time,
+// until cond holds: a member whose replicas changed first runs them with its
+// new pods not yet available, and only at the next step are they available.
+// cond sees every step.
+func (f *fedFleet) settleUntil(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
+	f.t.Helper()
+	return f.waitForCondition(what, func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		done := cond(fw)
+		for _, c := range f.clusters {
+			d := readDep(f.deployment(c))
+			avl := d.replicas
+			if d.stReplicas != d.replicas || d.observed < d.generation {
+				avl = min(d.stAvl, d.replicas)
+			}
+			f.setStatus(c, d.replicas, d.replicas, avl)
+		}
+		return done
+	})
+}
+
 func (f *fedFleet) ackUntil(what string, cond func(*fleetv1alpha1.FederatedWorkload) bool) *fleetv1alpha1.FederatedWorkload {
 	f.t.Helper()
 	return f.waitForCondition(what, func(fw *fleetv1alpha1.FederatedWorkload) bool {
@@ -646,11 +670,13 @@ func TestFederatedWorkload_ReshardKeepsMemberObjects(t *testing.T) {
 }
 
 // A cluster that leaves the placement hands its pods over surge-first: the
-// other member grows to the whole workload before the leaver shrinks, and
-// only then is the leaver's object deleted.
+// other member grows to the whole workload (within maxSurge) while the leaver
+// gives up no more than maxUnavailable allows; once the grown pods are
+// available the leaver shrinks to 0, and only then is its object deleted.
 func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	f := newFedFleet(t, "fw-leave", false)
-	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0), nil)
+	// maxSurge 3: the leaving member's whole share can grow elsewhere first.
+	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(3), nil)
 	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
 		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
 	})
@@ -664,13 +690,13 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 		d := readDep(f.deployment(b))
 		return d.replicas == 6, d.String()
 	})
-	if d := readDep(f.deployment(a)); d.replicas != 3 {
-		t.Fatalf("%s shrank before %s had grown: %v", a, b, d)
+	// Until b's new pods are available, a may give up only what
+	// maxUnavailable allows (1 of its 3).
+	if d := readDep(f.deployment(a)); d.replicas < 2 {
+		t.Fatalf("%s shrank beyond maxUnavailable before %s had grown: %v", a, b, d)
 	}
-	f.setStatus(b, 6, 6, 6)
-	eventually(t, fwStepTimeout, a+" scaled to 0", func() (bool, string) {
-		d := readDep(f.deployment(a))
-		return d.replicas == 0, d.String()
+	f.settleUntil(a+" scaled to 0", func(*fleetv1alpha1.FederatedWorkload) bool {
+		return readDep(f.deployment(a)).replicas == 0
 	})
 	f.setStatus(a, 0, 0, 0)
 	eventually(t, fwStepTimeout, a+"'s member object deleted", func() (bool, string) {
@@ -815,12 +841,15 @@ func TestFederatedWorkload_JoiningClusterStartsOnTheHeldBackTemplate(t *testing.
 		d := readDep(f.deployment(b))
 		return d.exists, d.String()
 	})
-	if d := readDep(f.deployment(b)); d.image != "web:1" || !d.paused || d.replicas != 3 {
-		t.Fatalf("%s joined on the new template: 3 new units with only 2 allowed: %v", b, d)
-	}
-	f.settle()
-	fw := f.ackUntil("both members settled on the held-back template", func(fw *fleetv1alpha1.FederatedWorkload) bool {
-		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+	// With maxSurge 0 the share moves a unit at a time within maxUnavailable
+	// 1: a shrinks, then b grows, always on the held-back template.
+	fw := f.settleUntil("both members settled on the held-back template", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		da, db := readDep(f.deployment(a)), readDep(f.deployment(b))
+		if db.image != "web:1" || !db.paused || da.replicas+db.replicas > 6 || da.replicas+db.replicas < 5 {
+			t.Fatalf("%s joined on the new template or outside the budget (6 units, at least 5): %v; %s: %v", b, db, a, da)
+		}
+		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && db.replicas == 3 &&
+			progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
 	})
 	for _, c := range f.clusters {
 		if d := readDep(f.deployment(c)); d.image != "web:1" {
@@ -1003,5 +1032,49 @@ func TestFederatedWorkload_StatefulSetPartitionIsExactAndNeverRises(t *testing.T
 	}
 	if updated != 4 {
 		t.Errorf("%d units allowed on the new revision at the end, want exactly 6 − partition 2 = 4", updated)
+	}
+}
+
+// New weights move units between the members within the global budgets, a
+// unit at a time here (maxUnavailable 1, maxSurge 1): the member objects
+// together never ask for more than replicas + maxSurge pods nor, played to
+// the end, leave fewer than replicas − maxUnavailable, and neither object is
+// recreated.
+func TestFederatedWorkload_NewWeightsMoveUnitsWithinTheBudgets(t *testing.T) {
+	f := newFedFleet(t, "fw-weights", false)
+	a, b := f.clusters[0], f.clusters[1]
+	f.relabel(a, "tier", "small")
+	f.relabel(b, "tier", "big")
+	f.createWorkload(10, intstr.FromInt32(1), intstr.FromInt32(1), nil)
+	eventually(t, fwStepTimeout, "both member Deployments at 5", func() (bool, string) {
+		da, db := readDep(f.deployment(a)), readDep(f.deployment(b))
+		return da.replicas == 5 && db.replicas == 5, da.String() + "; " + db.String()
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+	uids := map[string]string{a: string(f.deployment(a).GetUID()), b: string(f.deployment(b).GetUID())}
+
+	f.update("weights 3:7", func(fw *fleetv1alpha1.FederatedWorkload) {
+		fw.Spec.Division.Weights = []fleetv1alpha1.ClusterWeight{
+			{ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "small"}}, Weight: 3},
+			{ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "big"}}, Weight: 7},
+		}
+	})
+	f.settleUntil("shares 3 and 7", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		da, db := readDep(f.deployment(a)), readDep(f.deployment(b))
+		if total := da.replicas + db.replicas; total > 11 {
+			t.Fatalf("the members ask for %d pods, more than 11: %s: %v; %s: %v", total, a, da, b, db)
+		}
+		// What a write the members have not played yet leaves available: a
+		// shrink takes pods away at once, a growth adds none yet.
+		if avl := min(da.stAvl, da.replicas) + min(db.stAvl, db.replicas); avl < 9 || da.stAvl+db.stAvl < 9 {
+			t.Fatalf("the members' writes leave %d pods available, fewer than 9: %s: %v; %s: %v", avl, a, da, b, db)
+		}
+		return da.replicas == 3 && db.replicas == 7 && complete(fw)
+	})
+	for c, uid := range uids {
+		if got := string(f.deployment(c).GetUID()); got != uid {
+			t.Errorf("%s's Deployment was recreated (%s, was %s)", c, got, uid)
+		}
 	}
 }
