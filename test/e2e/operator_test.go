@@ -278,6 +278,17 @@ func (o *operator) settled(ctx context.Context, want map[string]int) (bool, stri
 	return true, state, nil
 }
 
+// currentPeakRSS is the running operator's resident-set high-water mark.
+func (o *operator) currentPeakRSS() (uint64, error) {
+	o.mu.Lock()
+	cmd := o.cmd
+	o.mu.Unlock()
+	if cmd == nil {
+		return 0, errors.New("the operator is not running")
+	}
+	return peakRSS(cmd.Process.Pid)
+}
+
 // summary is one line for the end of the run.
 func (o *operator) summary() string {
 	o.mu.Lock()
