@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -62,8 +64,11 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 // apply carries out a plan: deletes first (they free indices and budget), then
 // creates. Both are idempotent: a pod's name follows from its index and the pods
 // observed (naming.ReplacementPod), and deletes are conditional on the UID that
-// was observed.
+// was observed. What it did is told in one Event per kind of change (see
+// podEvents), also when it stops at an error.
 func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates) error {
+	var ev podEvents
+	defer ev.record(r.Recorder, pclq)
 	for _, d := range plan.Deletes {
 		pod := obs.pods[d.Index]
 		if pod == nil || pod.DeletionTimestamp != nil {
@@ -74,8 +79,8 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}
 		r.Expectations.Deleted(client.ObjectKeyFromObject(pclq), uid)
-		r.Recorder.Eventf(pclq, pod, corev1.EventTypeNormal, "DeletedPod", "Delete",
-			"Deleted pod %s (index %d, revision %s): %s", pod.Name, d.Index, pod.Labels[v1alpha1.LabelTemplateHash], d.Reason)
+		ev.add(pod, "DeletedPod", "Delete", "Deleted", "pod", string(d.Reason),
+			fmt.Sprintf("index %d, revision %s", d.Index, pod.Labels[v1alpha1.LabelTemplateHash]))
 	}
 	for _, c := range plan.Creates {
 		tmpl, ok := t.forHash(c.Revision)
@@ -96,10 +101,65 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if c.Surge {
 			what = "surge pod"
 		}
-		r.Recorder.Eventf(pclq, pod, corev1.EventTypeNormal, "CreatedPod", "Create",
-			"Created %s %s (index %d, revision %s)", what, pod.Name, c.Index, c.Revision)
+		ev.add(pod, "CreatedPod", "Create", "Created", what, "", fmt.Sprintf("index %d, revision %s", c.Index, c.Revision))
 	}
 	return nil
+}
+
+// podEventsListed is how many pods one Event names; the rest are counted.
+const podEventsListed = 10
+
+// podEvents gathers the pods one plan created or deleted, so that each kind of
+// change (created pods, created surge pods, pods deleted for one reason) is one
+// Event: a wide rollout step is one write, not one per pod. A kind with a
+// single pod reads as before: "Deleted pod a-1 (index 1, revision r): update".
+type podEvents struct {
+	groups []*podEventGroup
+}
+
+type podEventGroup struct {
+	// why is the delete reason ("update", "scale-in", ...), "" for creates.
+	reason, action, verb, what, why string
+	first                           *corev1.Pod
+	pods                            []string
+}
+
+func (e *podEvents) add(pod *corev1.Pod, reason, action, verb, what, why, detail string) {
+	var g *podEventGroup
+	for _, x := range e.groups {
+		if x.reason == reason && x.what == what && x.why == why {
+			g = x
+		}
+	}
+	if g == nil {
+		g = &podEventGroup{reason: reason, action: action, verb: verb, what: what, why: why, first: pod}
+		e.groups = append(e.groups, g)
+	}
+	g.pods = append(g.pods, fmt.Sprintf("%s (%s)", pod.Name, detail))
+}
+
+func (e *podEvents) record(rec events.EventRecorder, pclq *v1alpha1.PodClique) {
+	for _, g := range e.groups {
+		if len(g.pods) == 1 {
+			tail := ""
+			if g.why != "" {
+				tail = ": " + g.why
+			}
+			rec.Eventf(pclq, g.first, corev1.EventTypeNormal, g.reason, g.action, "%s %s %s%s", g.verb, g.what, g.pods[0], tail)
+			continue
+		}
+		why := ""
+		if g.why != "" {
+			why = " (" + g.why + ")"
+		}
+		listed := g.pods[:min(len(g.pods), podEventsListed)]
+		more := ""
+		if n := len(g.pods) - len(listed); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+		}
+		rec.Eventf(pclq, nil, corev1.EventTypeNormal, g.reason, g.action, "%s %d %ss%s: %s%s",
+			g.verb, len(g.pods), g.what, why, strings.Join(listed, ", "), more)
+	}
 }
 
 // releaseGate removes the base-gang scheduling gate from pods once the owner has
