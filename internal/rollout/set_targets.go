@@ -305,7 +305,12 @@ func (p *setPlanner) frozenTarget(rv *roleView) *Target {
 }
 
 // pinnedTarget keeps every child of a ReplicaRecreate replica on the revision the
-// replica was made from: a replica never runs two revisions.
+// replica was made from: a replica never runs two revisions. Its children
+// replace nothing for an update (OnDelete): a replica is updated whole, within
+// the PodCliqueSet's budget, so a pod that looks outdated inside it (its
+// revision label edited by someone else) is not replaced within the clique's
+// own budget but waits for the replica's turn. A pod deleted or failed comes
+// back on the replica's revision, as always.
 func (p *setPlanner) pinnedTarget(v *replicaView, rv *roleView) *Target {
 	set, ok := p.in.Revisions.find(v.revision)
 	if !ok {
@@ -315,7 +320,7 @@ func (p *setPlanner) pinnedTarget(v *replicaView, rv *roleView) *Target {
 	if !ok {
 		return rv.target
 	}
-	return &Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: set.Name, UpdateRevision: rev, CurrentRevision: rev}
+	return &Target{Type: v1alpha1.OnDeleteStrategyType, SetRevision: set.Name, UpdateRevision: rev, CurrentRevision: rev}
 }
 
 // cmpBool orders true before false.

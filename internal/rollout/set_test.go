@@ -312,6 +312,23 @@ func TestReplicaRecreate_KeepsEveryChildOnItsReplicaRevision(t *testing.T) {
 	if got := capString(targetOf(plan, 1, "prefill")); got != "prefill@v1 uncapped" {
 		t.Fatalf("replica 1 prefill %s: a ReplicaRecreate replica keeps its own revision", got)
 	}
+	// and its children replace nothing for an update: a pod whose revision label
+	// someone else edited waits for its replica's turn, within the
+	// PodCliqueSet's budget, instead of going within the clique's own
+	if tg := targetOf(plan, 1, "prefill"); tg.Type != v1alpha1.OnDeleteStrategyType {
+		t.Fatalf("replica 1 prefill target type %s, want OnDelete", tg.Type)
+	}
+	pol := Policy{Type: targetOf(plan, 1, "prefill").Type, Replicas: 2, UpdateRevision: "prefill-v1"}
+	level, err := PlanLevel(pol, []Unit{
+		{Index: 0, Revision: "prefill-v1", Scheduled: true, Ready: true, Available: true},
+		{Index: 1, Revision: "relabelled", Scheduled: true, Ready: true, Available: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(level.Deletes) != 0 {
+		t.Fatalf("the child deletes %v for an edited revision label", level.Deletes)
+	}
 }
 
 // A ReplicaRecreate replica deleted for the update just before the pause is
