@@ -228,6 +228,19 @@ func (o *operator) restart(ctx context.Context) error {
 	return o.start(ctx)
 }
 
+// restartWith kills the operator and starts it again talking to the cluster
+// through kubeconfig (a proxy's, say); it returns the kubeconfig it used.
+func (o *operator) restartWith(ctx context.Context, kubeconfig string) (string, error) {
+	if err := o.kill(); err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	was := o.kubeconfig
+	o.kubeconfig = kubeconfig
+	o.mu.Unlock()
+	return was, o.start(ctx)
+}
+
 // settled reports whether this run of the operator has reconciled at least
 // want[c] objects with controller c and has nothing queued, read from its
 // Prometheus metrics; the string says what it saw.
