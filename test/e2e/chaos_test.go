@@ -78,6 +78,16 @@ func noUnavailable() *v1alpha1.ComponentUpdateStrategy {
 	return &v1alpha1.ComponentUpdateStrategy{MaxUnavailable: new(intstr.FromInt32(0)), MaxSurge: new(intstr.FromInt32(1))}
 }
 
+// setCliqueReplicas makes an example's clique smaller; its gang minimum
+// (defaulted to the old size) shrinks with it.
+func setCliqueReplicas(tpl *v1alpha1.PodCliqueSetTemplateSpec, clique string, n int32) {
+	c := tpl.Clique(clique)
+	c.Replicas = n
+	if c.MinAvailable != nil && *c.MinAvailable > n {
+		c.MinAvailable = new(n)
+	}
+}
+
 // chaosStrategies are the examples made small enough that a rollout takes
 // seconds.
 var chaosStrategies = []chaosStrategy{{
@@ -88,10 +98,10 @@ var chaosStrategies = []chaosStrategy{{
 	pcs: func(t *testing.T) *v1alpha1.PodCliqueSet {
 		pcs := withReplicas(loadExampleAsApplied(t, "disaggregated.yaml"), 1)
 		tpl := &pcs.Spec.Template
-		tpl.Clique("frontend").Replicas = 2
+		setCliqueReplicas(tpl, "frontend", 2)
 		tpl.Clique("frontend").UpdateStrategy = noUnavailable()
-		tpl.Clique("prefill-worker").Replicas = 1
-		tpl.Clique("decode-worker").Replicas = 1
+		setCliqueReplicas(tpl, "prefill-worker", 1)
+		setCliqueReplicas(tpl, "decode-worker", 1)
 		for i := range tpl.PodCliqueScalingGroups {
 			tpl.PodCliqueScalingGroups[i].UpdateStrategy = noUnavailable()
 		}
@@ -104,8 +114,8 @@ var chaosStrategies = []chaosStrategy{{
 	nodes: 3,
 	pcs: func(t *testing.T) *v1alpha1.PodCliqueSet {
 		pcs := loadExampleAsApplied(t, "disaggregated-recreate-surge.yaml")
-		pcs.Spec.Template.Clique("prefill-worker").Replicas = 1
-		pcs.Spec.Template.Clique("decode-worker").Replicas = 1
+		setCliqueReplicas(&pcs.Spec.Template, "prefill-worker", 1)
+		setCliqueReplicas(&pcs.Spec.Template, "decode-worker", 1)
 		return pcs
 	},
 }, {
@@ -132,7 +142,7 @@ var chaosStrategies = []chaosStrategy{{
 	onDelete: true,
 	pcs: func(t *testing.T) *v1alpha1.PodCliqueSet {
 		pcs := parsePCS(t, onDeletePCS)
-		pcs.Spec.Template.Clique("worker").Replicas = 3
+		setCliqueReplicas(&pcs.Spec.Template, "worker", 3)
 		pcs.Spec.Template.PodCliqueScalingGroups[0].Replicas = 1
 		return pcs
 	},
@@ -213,18 +223,55 @@ func (r *chaosRollout) drive(ctx context.Context, o *observed) error {
 		}
 		r.pcs = pcs
 	case r.st.onDelete:
-		for i := range o.pods {
-			p := &o.pods[i]
-			if p.DeletionTimestamp != nil || imageTag(p) == r.version {
-				continue
-			}
-			r.s.m.ExpectDeletion(p.Name)
-			if err := testCluster.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-				return err
-			}
+		return r.deleteOutdated(ctx, o)
+	}
+	return nil
+}
+
+// deleteOutdated deletes, as a user of OnDelete would, every outdated unit: a
+// standalone clique's pod, or a whole scaling-group replica (its member
+// PodCliques: a group replica's pod deleted alone comes back on the group
+// replica's template). Each deletion is announced to the monitor.
+func (r *chaosRollout) deleteOutdated(ctx context.Context, o *observed) error {
+	groups := map[string]bool{} // PodClique names of outdated group replicas
+	for i := range o.pods {
+		p := &o.pods[i]
+		if p.DeletionTimestamp != nil || imageTag(p) == r.version {
+			continue
+		}
+		if p.Labels[v1alpha1.LabelPodCliqueScalingGroup] != "" {
+			groups[groupReplicaKey(p.Labels)] = true
+			continue
+		}
+		r.s.m.ExpectDeletion(p.Name)
+		if err := testCluster.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	cliques, err := r.s.children(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range cliques {
+		pc := &cliques[i]
+		if pc.Labels[v1alpha1.LabelPodCliqueScalingGroup] == "" || !groups[groupReplicaKey(pc.Labels)] {
+			continue
+		}
+		r.s.m.ExpectDeletionOf(labels.Set{v1alpha1.LabelPodClique: pc.Name})
+		if err := testCluster.Client.Delete(ctx, pc); client.IgnoreNotFound(err) != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// groupReplicaKey names the scaling-group replica of a pod or PodClique by its
+// labels.
+func groupReplicaKey(l map[string]string) string {
+	return l[v1alpha1.LabelPodCliqueSetReplicaIndex] + "/" + l[v1alpha1.LabelPodCliqueScalingGroup] + "/" + l[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex]
 }
 
 // hold keeps a fault on for d, the monitor watching and the test driving.
@@ -665,8 +712,11 @@ func pick[T any](rng *rand.Rand, items []T) *T {
 	return &items[rng.IntN(len(items))]
 }
 
-// injectPodCliqueScaled: another writer adds a replica to a child PodClique;
-// the operator must put its own number back.
+// injectPodCliqueScaled: another writer adds a replica to a child PodClique
+// (as an HPA would through /scale). The operator keeps a child's replicas
+// until the template's change (docs/operator.md), so the test checks that the
+// edit held for a few seconds, then the writer puts the number back; the
+// rollout must take both changes in its stride.
 func injectPodCliqueScaled(r *chaosRollout) error {
 	ctx := r.s.t.Context()
 	cliques, err := r.s.children(ctx)
@@ -677,36 +727,42 @@ func injectPodCliqueScaled(r *chaosRollout) error {
 	if pc == nil {
 		return errors.New("no PodClique to edit")
 	}
-	name, was := pc.Name, pc.Spec.Replicas
-	var edited int32
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &v1alpha1.PodClique{}
-		if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); err != nil {
-			return err
-		}
-		was = cur.Spec.Replicas
-		cur.Spec.Replicas++
-		if err := testCluster.Client.Update(ctx, cur); err != nil {
-			return err
-		}
-		edited = cur.Spec.Replicas
-		return nil
-	})
+	name := pc.Name
+	edit := func(delta int32) (from, to int32, err error) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := &v1alpha1.PodClique{}
+			if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); err != nil {
+				return err
+			}
+			from = cur.Spec.Replicas
+			cur.Spec.Replicas += delta
+			if err := testCluster.Client.Update(ctx, cur); err != nil {
+				return err
+			}
+			to = cur.Spec.Replicas
+			return nil
+		})
+		return from, to, err
+	}
+	was, edited, err := edit(1)
 	if err != nil {
 		return fmt.Errorf("editing PodClique %s: %w", name, err)
 	}
 	r.note("PodClique %s: replicas %d → %d by another writer", name, was, edited)
-	err = r.until("the operator to restore PodClique "+name, time.Minute, func(ctx context.Context) (bool, string, error) {
-		cur := &v1alpha1.PodClique{}
-		if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); err != nil {
-			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
-		}
-		return cur.Spec.Replicas != edited, fmt.Sprintf("replicas %d", cur.Spec.Replicas), nil
-	})
-	if err != nil {
+	r.hold(2*time.Second + time.Duration(r.rng.Int64N(int64(3*time.Second))))
+	cur := &v1alpha1.PodClique{}
+	if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); err != nil {
 		return err
 	}
-	r.note("PodClique %s restored", name)
+	if cur.Spec.Replicas != edited {
+		r.note("PodClique %s: replicas %d after the hold (the edit did not stay)", name, cur.Spec.Replicas)
+		return nil
+	}
+	if _, back, err := edit(-1); err != nil {
+		return fmt.Errorf("editing PodClique %s back: %w", name, err)
+	} else {
+		r.note("the edit held; the writer put replicas back to %d", back)
+	}
 	return nil
 }
 
@@ -837,7 +893,7 @@ func injectNodeDeleted(r *chaosRollout) error {
 		return fmt.Errorf("deleting node %s: %w", *node, err)
 	}
 	if err := testCluster.Client.Get(ctx, client.ObjectKeyFromObject(n), &corev1.Node{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("node %s still there after its deletion: %v", *node, err)
+		return fmt.Errorf("node %s still there after its deletion: %w", *node, err)
 	}
 	r.note("deleted node %s with %d pod(s) of the rollout", *node, len(onNode[*node]))
 	deleted := time.Now()
