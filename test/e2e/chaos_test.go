@@ -166,6 +166,7 @@ var chaosFaults = []chaosFault{
 	{"node deleted with pods", injectNodeDeleted},
 	{"new pods crash and recover", injectCrash(false)},
 	{"operator connection cut", injectConnectionCut},
+	{"leader killed, standby takes over", injectLeaderKilled},
 	{"spec changed and scaled, scheduler down", injectSchedulerOutage(true)},
 	{"rolled back while new pods crash", injectCrash(true)},
 }
@@ -465,8 +466,9 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 		}
 	})
 
-	// The operator talks to the apiserver through a proxy the test can cut.
-	operatorBehindProxy(t)
+	// Two replicas of the operator race for the Lease, talking to the
+	// apiserver through a proxy the test can cut.
+	operatorsBehindProxy(t)
 
 	plan := make([][]int, len(chaosStrategies)) // strategy → fault indices
 	for f := range chaosFaults {
@@ -481,19 +483,33 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 		}
 		st := &chaosStrategies[si]
 		t.Run(st.name, func(t *testing.T) {
-			runChaosStrategy(t, st, plan[si], rng, runs == 1, table)
+			// A broken invariant ends a scene (the monitor holds on to its
+			// first violation): the faults left get a new one.
+			left := plan[si]
+			for scene := 1; len(left) > 0; scene++ {
+				had := len(left)
+				t.Run(fmt.Sprintf("scene-%d", scene), func(t *testing.T) {
+					runChaosScene(t, st, &left, rng, runs == 1, table)
+				})
+				if len(left) == had {
+					t.Fatalf("scene %d ran no fault; %d left", scene, len(left))
+				}
+			}
 		})
 	}
 }
 
-// chaosProxy is the proxy between the operator and the apiserver, for the
-// connection-cut fault.
-var chaosProxy *tcpProxy
+// The operator's two replicas during the chaos test, both reaching the
+// apiserver through chaosProxy, racing for the leader Lease.
+var (
+	chaosProxy    *tcpProxy
+	chaosReplicas []*operator
+)
 
-// operatorBehindProxy restarts the shared operator with a kubeconfig that
-// reaches the apiserver through a tcpProxy, and puts it back when the test
-// ends.
-func operatorBehindProxy(t *testing.T) {
+// operatorsBehindProxy restarts the shared operator with leader election and
+// a kubeconfig that reaches the apiserver through a tcpProxy, starts a second
+// replica beside it, and puts everything back when the test ends.
+func operatorsBehindProxy(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
 	out := filepath.Join(testCluster.DevDir, "operator-proxied.kubeconfig")
@@ -508,27 +524,78 @@ func operatorBehindProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.upstream = upstream
-	original, err := testOperator.restartWith(ctx, out)
+	second, err := testOperator.replica("2")
 	if err != nil {
 		p.Close()
-		t.Fatalf("starting the operator behind the proxy: %v", err)
+		t.Fatal(err)
 	}
-	t.Logf("the operator reaches the apiserver (%s) through a proxy at %s", upstream, p.Addr())
-	chaosProxy = p
+	second.kubeconfig, second.leaderElect = out, true
+	original, err := testOperator.restartWith(ctx, out, true)
+	if err == nil {
+		err = second.start(ctx)
+	}
+	chaosProxy, chaosReplicas = p, []*operator{testOperator, second}
 	t.Cleanup(func() {
-		chaosProxy = nil
+		chaosProxy, chaosReplicas = nil, nil
 		p.Restore()
+		if err := second.kill(); err != nil {
+			t.Logf("stopping the second replica: %v", err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if _, err := testOperator.restartWith(ctx, original); err != nil {
+		if _, err := testOperator.restartWith(ctx, original, false); err != nil {
 			t.Errorf("restarting the operator without the proxy: %v", err)
 		}
 		p.Close()
 	})
+	if err != nil {
+		t.Fatalf("starting the operator replicas behind the proxy: %v", err)
+	}
+	var leader *operator
+	err = waitFor(ctx, time.Minute, func() bool { leader = currentLeader(ctx); return leader != nil })
+	if err != nil {
+		t.Fatal("neither operator replica became the leader within a minute")
+	}
+	t.Logf("two operator replicas (pids %d, %d; logs %s, %s) reach the apiserver (%s) through a proxy at %s; pid %d leads",
+		testOperator.pid(), second.pid(), testOperator.LogPath, second.LogPath, upstream, p.Addr(), leader.pid())
 }
 
-// runChaosStrategy rolls one strategy's PodCliqueSet once per fault.
-func runChaosStrategy(t *testing.T, st *chaosStrategy, faults []int, rng *rand.Rand, short bool, table *chaosTable) {
+// currentLeader is the replica that reports holding the Lease, if exactly one
+// does.
+func currentLeader(ctx context.Context) *operator {
+	var leaders []*operator
+	for _, o := range chaosReplicas {
+		if ok, err := o.leading(ctx); err == nil && ok {
+			leaders = append(leaders, o)
+		}
+	}
+	if len(leaders) != 1 {
+		return nil
+	}
+	return leaders[0]
+}
+
+// superviseReplicas starts again a replica that exited on its own, as its
+// Deployment would, and says so.
+func superviseReplicas(r *chaosRollout) error {
+	for i, o := range chaosReplicas {
+		if !o.exitedOnItsOwn() {
+			continue
+		}
+		if err := o.kill(); err != nil { // collects the exit
+			return err
+		}
+		if err := o.start(r.s.t.Context()); err != nil {
+			return err
+		}
+		r.note("operator replica %d had exited (see %s); started again", i+1, o.LogPath)
+	}
+	return nil
+}
+
+// runChaosScene makes one strategy's PodCliqueSet and rolls it once per
+// fault, taking the faults from the front of faults as it goes.
+func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Rand, short bool, table *chaosTable) {
 	s := newScene(t, st.nodes, st.pcs(t))
 	created, err := s.get(t.Context())
 	if err != nil {
@@ -537,7 +604,9 @@ func runChaosStrategy(t *testing.T, st *chaosStrategy, faults []int, rng *rand.R
 	s.awaitLayout("the PodCliqueSet to become Available", 3*time.Minute, specLayout(&created.Spec, "v1"))
 	n, version, scaled := 1, "v1", false
 	next := func() string { n++; return fmt.Sprintf("v%d", n) }
-	for _, f := range faults {
+	for len(*faults) > 0 {
+		f := (*faults)[0]
+		*faults = (*faults)[1:]
 		fault := &chaosFaults[f]
 		r := &chaosRollout{s: s, st: st, rng: rng, short: short, next: next, from: version, scaled: &scaled}
 		res := chaosResult{fault: fault.name, strategy: st.name}
@@ -564,6 +633,9 @@ func runChaosStrategy(t *testing.T, st *chaosStrategy, faults []int, rng *rand.R
 			t.Logf("  fault at %s, rollout complete before it: %v", delay.Round(10*time.Millisecond), !res.mid)
 			if err := fault.inject(r); err != nil {
 				t.Fatalf("fault %q: %v (seed: see the log's first line)", fault.name, err)
+			}
+			if err := superviseReplicas(r); err != nil {
+				t.Fatal(err)
 			}
 			if err := s.await("the rollout to "+r.version+" after the fault", 4*time.Minute, r.step); err != nil {
 				t.Fatalf("fault %q: %v", fault.name, err)
@@ -1033,6 +1105,36 @@ func injectConnectionCut(r *chaosRollout) error {
 		return err
 	}
 	r.note("the operator reconnected")
+	return nil
+}
+
+// injectLeaderKilled kills the replica holding the Lease (SIGKILL: it does
+// not give the Lease up), checks that the other one takes over, and starts the
+// killed one again as the standby.
+func injectLeaderKilled(r *chaosRollout) error {
+	ctx := r.s.t.Context()
+	leader := currentLeader(ctx)
+	if leader == nil {
+		return errors.New("no single replica leads")
+	}
+	pid := leader.pid()
+	if err := leader.kill(); err != nil {
+		return err
+	}
+	killed := time.Now()
+	var next *operator
+	err := r.until("the standby to take the Lease over", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		next = currentLeader(ctx)
+		return next != nil && next != leader, "no new leader", nil
+	})
+	if err != nil {
+		return err
+	}
+	r.note("killed the leader (pid %d); pid %d leads %s later", pid, next.pid(), time.Since(killed).Round(100*time.Millisecond))
+	if err := leader.start(ctx); err != nil {
+		return err
+	}
+	r.note("the killed replica is back as the standby (pid %d)", leader.pid())
 	return nil
 }
 

@@ -264,11 +264,39 @@ func (m *Monitor) podHandler() toolscache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if p, ok := unwrap(obj).(*corev1.Pod); ok {
-				m.locked(func(r *recorder, now time.Time) { r.forgetPod(now, p.Name) })
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				if p, ok := d.Obj.(*corev1.Pod); ok {
+					m.missedPodDeletion(p)
+				}
+				return
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				m.locked(func(r *recorder, now time.Time) { r.forgetPod(now, p.Name, "") })
 			}
 		},
 	}
+}
+
+// relistSettle is how long the deletion of a pod that the watch missed waits
+// before it is judged.
+const relistSettle = time.Second
+
+// missedPodDeletion handles a deletion the watch missed (the apiserver was
+// away) and a relist found out. The relist hands over such deletions before
+// the updates of the pods still there (client-go's RealFIFO queues its
+// synthetic deletions first), though those updates may well have come first:
+// judged at once, the deletion would be weighed against pods as they were
+// before the gap. So it is judged a moment later, once the rest of the relist
+// is recorded, and only if the same pod is still the one of that name.
+func (m *Monitor) missedPodDeletion(p *corev1.Pod) {
+	name, created := p.Name, p.CreationTimestamp.Time
+	time.AfterFunc(relistSettle, func() {
+		m.locked(func(r *recorder, now time.Time) {
+			if q, ok := r.snap.pods[name]; ok && q.Created.Equal(created) {
+				r.forgetPod(now, name, "missed by the watch, found by a relist")
+			}
+		})
+	})
 }
 
 func (m *Monitor) cliqueHandler() toolscache.ResourceEventHandler {

@@ -55,14 +55,19 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 	r.process(now, after, podChanges(now, old, existed, p, initial))
 }
 
-func (r *recorder) forgetPod(now time.Time, name string) {
+// forgetPod records that a pod is gone; detail, if any, says how it was seen.
+func (r *recorder) forgetPod(now time.Time, name, detail string) {
 	old, ok := r.snap.pods[name]
 	if !ok {
 		return
 	}
 	after := r.snap.clone()
 	delete(after.pods, name)
-	r.process(now, after, []Event{podEvent(now, PodDeleted, old)})
+	e := podEvent(now, PodDeleted, old)
+	if detail != "" {
+		e.Detail = detail
+	}
+	r.process(now, after, []Event{e})
 }
 
 // podChanges are the events between two states of a pod; one update of a pod
