@@ -124,7 +124,9 @@ func (o *operator) start(ctx context.Context) error {
 		"--webhook-cert-dir", o.certDir, "--webhook-port", strconv.Itoa(o.webhookPort),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(o.metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(o.probePort)}
-	if !o.serveOnly {
+	if o.serveOnly {
+		args = append(args, "--cert-secret=") // no rotator: the certificates are in certDir
+	} else {
 		args = append(args, "--dev-webhooks")
 	}
 	if o.leaderElect {

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // fakeTB records what the monitor reports to a test.
@@ -162,5 +166,44 @@ func TestTimeline_RecordsWhatTestsAssertOrdersOn(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "pod-deleting           demo-0-frontend-3 [replica=0 clique=frontend index=3") {
 		t.Fatalf("timeline:\n%s", b.String())
+	}
+}
+
+// After a watch gap the relist hands over the deletions it found before the
+// updates of the pods still there. The surge pod became Ready before the
+// operator deleted pod 1, but the relist delivers the deletion first: the
+// deletion is judged once the relist is recorded, and breaks nothing. Had the
+// surge pod not become Ready, the deletion still breaks the floor.
+func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
+	for _, surgeReady := range []bool{true, false} {
+		t.Run(fmt.Sprintf("surge pod ready %v", surgeReady), func(t *testing.T) {
+			w := newWorld(t, cliqueSurge())
+			w.run(cliqueSurgeRollout()[:8]...) // three v1 pods ready, the v2 surge pod created
+			m := monitorOn(w, Options{})
+			h := m.podHandler()
+			victim := w.pod(sp(0, fe, 1)).DeepCopy()
+			delete(w.pods, victim.Name)
+			h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/" + victim.Name, Obj: victim})
+			if surgeReady {
+				surge := w.pod(sp(0, fe, 3)).DeepCopy()
+				surge.Spec.NodeName = "node-1"
+				surge.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
+				h.OnUpdate(nil, surge)
+			}
+			deadline := time.Now().Add(10 * relistSettle)
+			for !strings.Contains(w.timelineText(), "missed by the watch") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the missed deletion was not recorded:\n%s", w.timelineText())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			err := m.Err()
+			switch {
+			case surgeReady && err != nil:
+				t.Fatalf("a deletion after the surge pod was ready: %v", err)
+			case !surgeReady && err == nil:
+				t.Fatalf("a deletion with the surge pod not ready broke nothing:\n%s", w.timelineText())
+			}
+		})
 	}
 }
