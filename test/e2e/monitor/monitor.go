@@ -282,20 +282,14 @@ func (m *Monitor) podHandler() toolscache.ResourceEventHandler {
 const relistSettle = time.Second
 
 // missedPodDeletion handles a deletion the watch missed (the apiserver was
-// away) and a relist found out. The relist hands over such deletions before
-// the updates of the pods still there (client-go's RealFIFO queues its
-// synthetic deletions first), though those updates may well have come first:
-// judged at once, the deletion would be weighed against pods as they were
-// before the gap. So it is judged a moment later, once the rest of the relist
-// is recorded, and only if the same pod is still the one of that name.
+// away) and a relist found out: the pod stops counting at once, and its
+// deletion is judged a moment later, once the rest of the relist is recorded
+// (see recorder.missPod).
 func (m *Monitor) missedPodDeletion(p *corev1.Pod) {
-	name, created := p.Name, p.CreationTimestamp.Time
+	name := p.Name
+	m.locked(func(r *recorder, now time.Time) { r.missPod(now, name) })
 	time.AfterFunc(relistSettle, func() {
-		m.locked(func(r *recorder, now time.Time) {
-			if q, ok := r.snap.pods[name]; ok && q.Created.Equal(created) {
-				r.forgetPod(now, name, "missed by the watch, found by a relist")
-			}
-		})
+		m.locked(func(r *recorder, now time.Time) { r.judgeMissedPod(now, name) })
 	})
 }
 

@@ -171,9 +171,11 @@ func TestTimeline_RecordsWhatTestsAssertOrdersOn(t *testing.T) {
 
 // After a watch gap the relist hands over the deletions it found before the
 // updates of the pods still there. The surge pod became Ready before the
-// operator deleted pod 1, but the relist delivers the deletion first: the
-// deletion is judged once the relist is recorded, and breaks nothing. Had the
-// surge pod not become Ready, the deletion still breaks the floor.
+// operator deleted pod 1 and made its replacement, but the relist delivers the
+// deletion first: the deleted pod stops counting at once (its replacement is
+// no extra unit), its deletion is judged once the relist is recorded, and
+// nothing breaks. Had the surge pod not become Ready, the deletion still breaks
+// the floor.
 func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
 	for _, surgeReady := range []bool{true, false} {
 		t.Run(fmt.Sprintf("surge pod ready %v", surgeReady), func(t *testing.T) {
@@ -189,6 +191,9 @@ func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
 				surge.Spec.NodeName = "node-1"
 				surge.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
 				h.OnUpdate(nil, surge)
+				// and the pod made in its place, under a name of its own
+				w.run(replacementOf(sp(0, fe, 1)))
+				h.OnAdd(w.pods[victim.Name+"-r"].DeepCopy(), false)
 			}
 			deadline := time.Now().Add(10 * relistSettle)
 			for !strings.Contains(w.timelineText(), "missed by the watch") {

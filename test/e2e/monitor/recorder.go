@@ -29,6 +29,9 @@ type recorder struct {
 	// readSpec reads the PodCliqueSet from the apiserver, past the watch, when a
 	// check needs a spec the watch may not have delivered yet; nil in unit tests.
 	readSpec func() (*v1alpha1.PodCliqueSet, error)
+	// missed are pods whose deletion the watch missed and a relist found
+	// out, as they were last seen, until the deletion is judged.
+	missed map[string]podState
 }
 
 func newRecorder(o Options, start time.Time) *recorder {
@@ -38,6 +41,7 @@ func newRecorder(o Options, start time.Time) *recorder {
 		hist:     newHistory(),
 		specs:    specTracker{grace: o.SpecGrace, maxLag: o.MaxSpecLag},
 		timeline: newTimeline(start, o.TimelineSize),
+		missed:   map[string]podState{},
 	}
 }
 
@@ -49,10 +53,53 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 		r.timeline.add(noLabels(now, Ignored, "pod/"+pod.Name, err.Error()))
 		return
 	}
+	if m, ok := r.missed[p.Name]; ok && !m.Created.Equal(p.Created) {
+		// a new pod of the name: the old one's deletion comes first
+		r.judgeMissedPod(now, p.Name)
+	}
 	old, existed := r.snap.pods[p.Name]
 	after := r.snap.clone()
 	after.pods[p.Name] = p
 	r.process(now, after, podChanges(now, old, existed, p, initial))
+}
+
+// missPod takes in a deletion the watch missed. The pod no longer counts
+// (it is marked terminating) but its deletion is judged only by
+// judgeMissedPod: the relist that found it out hands over such deletions
+// before the updates of the pods still there, though those may have
+// happened first.
+func (r *recorder) missPod(now time.Time, name string) {
+	old, ok := r.snap.pods[name]
+	if !ok || old.Terminating {
+		if ok { // its deletion was seen begin: nothing to judge
+			r.forgetPod(now, name, "")
+		}
+		return
+	}
+	r.missed[name] = old
+	gone := old
+	gone.Terminating = true
+	after := r.snap.clone()
+	after.pods[name] = gone
+	r.snap = after
+	r.hist.advance(r.specs.live(now), after)
+}
+
+// judgeMissedPod records the deletion of a pod taken in by missPod, judged
+// against the pods as they are now, the deleted one as it was last seen.
+func (r *recorder) judgeMissedPod(now time.Time, name string) {
+	old, ok := r.missed[name]
+	if !ok {
+		return
+	}
+	delete(r.missed, name)
+	if cur, ok := r.snap.pods[name]; !ok || !cur.Created.Equal(old.Created) {
+		return
+	}
+	before := r.snap.clone()
+	before.pods[name] = old
+	r.snap = before
+	r.forgetPod(now, name, "missed by the watch, found by a relist")
 }
 
 // forgetPod records that a pod is gone; detail, if any, says how it was seen.
