@@ -1070,7 +1070,7 @@ func injectCrash(rollback bool) func(r *chaosRollout) error {
 				recovered++
 			}
 		}
-		r.note("%d of them recovered, the others were replaced meanwhile", recovered)
+		r.note("%d of %d Ready again (the others were replaced meanwhile)", recovered, len(victims))
 		return nil
 	}
 }
