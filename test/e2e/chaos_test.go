@@ -432,7 +432,7 @@ func (c *chaosTable) lines() []string {
 		}
 	}
 	out := []string{
-		"| fault | strategy | runs | injected mid-rollout | violations | rollouts finished | mean rollout |",
+		"| fault | strategy | runs | injected mid-rollout | violations | rollouts finished | mean time |",
 		"| --- | --- | --: | --: | --: | --: | --: |",
 	}
 	for _, f := range chaosFaults {
