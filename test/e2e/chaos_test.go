@@ -886,8 +886,9 @@ func injectPodGroupDeleted(r *chaosRollout) error {
 		return fmt.Errorf("deleting PodGroup %s: %w", g.Name, err)
 	}
 	uid := g.UID
-	// Verified gone (or replaced): its UID no longer answers to the name.
-	err := r.until("PodGroup "+g.Name+" to be gone", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+	// Verified deleted: gone, replaced, or terminating (the PodGroup
+	// protection finalizer keeps it until the last pod using it goes).
+	err := r.until("PodGroup "+g.Name+" to be deleted", 30*time.Second, func(ctx context.Context) (bool, string, error) {
 		cur := &schedulingv1alpha2.PodGroup{}
 		err := testCluster.Client.Get(ctx, client.ObjectKeyFromObject(g), cur)
 		if apierrors.IsNotFound(err) {
@@ -896,7 +897,7 @@ func injectPodGroupDeleted(r *chaosRollout) error {
 		if err != nil {
 			return false, "", err
 		}
-		return cur.UID != uid, fmt.Sprintf("uid %s, finalizers %v", cur.UID, cur.Finalizers), nil
+		return cur.UID != uid || cur.DeletionTimestamp != nil, fmt.Sprintf("uid %s, finalizers %v", cur.UID, cur.Finalizers), nil
 	})
 	if err != nil {
 		return err
