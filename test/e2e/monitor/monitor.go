@@ -161,7 +161,10 @@ func (m *Monitor) watch(ctx context.Context, cfg *rest.Config, namespace, pcsNam
 
 	ofSet := labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcsName})
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:            scheme,
+		Scheme: scheme,
+		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+			m.locked(func(r *recorder, now time.Time) { r.lostWatch(now, err) })
+		},
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.PodCliqueSet{}:          {Field: fields.OneTermEqualSelector("metadata.name", pcsName)},

@@ -212,3 +212,31 @@ func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
 		})
 	}
 }
+
+// After a lost watch the relist may hand over the pod made in place of pod 1
+// before pod 1's deletion: those events are recorded, not judged. Past the
+// window the checks are back: a fifth unit breaks the surge limit.
+func TestLostWatch_RelistIsRecordedNotJudged(t *testing.T) {
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()[:9]...) // three v1 pods ready, the v2 surge pod ready
+	w.now = w.now.Add(time.Second)
+	w.rec.lostWatch(w.now, errors.New("watch closed"))
+	w.now = w.now.Add(5 * time.Second)
+	replacement := sp(0, fe, 1)
+	w.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: replacement.name() + "-r", Namespace: "ns", Labels: replacement.labels("v2"), CreationTimestamp: metav1.NewTime(w.now),
+	}})
+	old := w.pod(sp(0, fe, 1))
+	old.DeletionTimestamp = new(metav1.NewTime(w.now))
+	w.observe(old)
+	if len(w.rec.violations) > 0 {
+		t.Fatalf("a relist's events were judged: %v\n%s", w.rec.violations[0].Error(), w.timelineText())
+	}
+	if !strings.Contains(w.timelineText(), string(Relisted)) {
+		t.Fatalf("no %s event:\n%s", Relisted, w.timelineText())
+	}
+	w.run(create(sp(0, fe, 4), "v2"))
+	if len(w.rec.violations) == 0 || w.rec.violations[0].Invariant != UnitsWithinSurge {
+		t.Fatalf("a fifth unit after the relist broke nothing:\n%s", w.timelineText())
+	}
+}

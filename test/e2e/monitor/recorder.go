@@ -32,6 +32,11 @@ type recorder struct {
 	// missed are pods whose deletion the watch missed and a relist found
 	// out, as they were last seen, until the deletion is judged.
 	missed map[string]podState
+	// watchLost: a watch failed, so the next events are a relist's, handed
+	// over in an order of their own (see lostWatch); judging resumes at
+	// relistUntil.
+	watchLost   bool
+	relistUntil time.Time
 }
 
 func newRecorder(o Options, start time.Time) *recorder {
@@ -61,6 +66,22 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 	after := r.snap.clone()
 	after.pods[p.Name] = p
 	r.process(now, after, podChanges(now, old, existed, p, initial))
+}
+
+// relistWindow is how long after a lost watch the monitor records events
+// without judging them.
+const relistWindow = 500 * time.Millisecond
+
+// lostWatch notes that a watch failed (the apiserver went away, say). When it
+// comes back, the informer lists again and hands over what changed meanwhile
+// in an order that is not the order it happened in (a pod made in place of
+// one being deleted can come before that deletion): those events are recorded
+// but not judged, and the checks resume on the state they leave.
+func (r *recorder) lostWatch(now time.Time, err error) {
+	if !r.watchLost {
+		r.timeline.add(noLabels(now, WatchLost, "watch", err.Error()))
+	}
+	r.watchLost = true
 }
 
 // missPod takes in a deletion the watch missed. The pod no longer counts
@@ -268,6 +289,11 @@ func (r *recorder) announce(now time.Time, x expectedDeletion, what string) {
 
 // process records events that took the snapshot to after, checking each one.
 func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
+	if r.watchLost {
+		r.watchLost = false
+		r.relistUntil = now.Add(relistWindow)
+		r.timeline.add(noLabels(now, Relisted, "watch", fmt.Sprintf("the events of the next %s are a relist's: recorded, not judged", relistWindow)))
+	}
 	before := r.snap
 	for _, ev := range events {
 		if ev.Kind == PodDeleting || ev.Kind == PodDeleted {
@@ -276,7 +302,7 @@ func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
 			}
 		}
 		r.timeline.add(ev)
-		if !r.setGone {
+		if !r.setGone && !now.Before(r.relistUntil) {
 			r.record(r.check(now, before, after, ev))
 		}
 		r.hist.note(ev)
