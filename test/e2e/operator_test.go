@@ -43,6 +43,11 @@ type operator struct {
 	// probePort and webhookPort stay the same across restarts: the webhook
 	// configurations left by a killed run keep pointing at the right port.
 	probePort, webhookPort, metricsPort int
+	// leaderElect runs the operator with leader election (the Lease in
+	// namespace default); serveOnly leaves the webhook configurations to
+	// another replica (--dev-webhooks off) and serves with the certificates
+	// already in certDir.
+	leaderElect, serveOnly bool
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -114,12 +119,22 @@ func (o *operator) start(ctx context.Context) error {
 	}
 	o.runs++
 	fmt.Fprintf(log, "=== run %d of the operator, %s\n", o.runs, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(o.bin, "operator",
+	args := []string{"operator",
 		"--kubeconfig", o.kubeconfig,
-		"--dev-webhooks", "--webhook-cert-dir", o.certDir, "--webhook-port", strconv.Itoa(o.webhookPort),
-		"--leader-elect=false",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(o.metricsPort),
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(o.probePort))
+		"--webhook-cert-dir", o.certDir, "--webhook-port", strconv.Itoa(o.webhookPort),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(o.metricsPort),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(o.probePort)}
+	if o.serveOnly {
+		args = append(args, "--cert-secret=") // no rotator: the certificates are in certDir
+	} else {
+		args = append(args, "--dev-webhooks")
+	}
+	if o.leaderElect {
+		args = append(args, "--leader-elect=true", "--leader-election-namespace", leaseNamespace)
+	} else {
+		args = append(args, "--leader-elect=false")
+	}
+	cmd := exec.Command(o.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
@@ -196,6 +211,17 @@ func (o *operator) end(sig syscall.Signal) error {
 	if cmd == nil {
 		return errors.New("the operator is not running")
 	}
+	select {
+	case <-exited: // it ended on its own
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.cmd = nil
+		if sig == syscall.SIGKILL {
+			return nil
+		}
+		return o.waitErr
+	default:
+	}
 	if hwm, err := peakRSS(cmd.Process.Pid); err == nil {
 		o.mu.Lock()
 		o.peakRSS = max(o.peakRSS, hwm)
@@ -226,6 +252,92 @@ func (o *operator) restart(ctx context.Context) error {
 		return err
 	}
 	return o.start(ctx)
+}
+
+// The Lease the operator's replicas elect their leader with, under
+// leaderElect.
+const (
+	leaseNamespace = "default"
+	leaseName      = "operator.lockstep.dev"
+)
+
+// replica returns a second operator like o, with ports and a log of its own,
+// that leaves the webhook configurations to o. It is not started.
+func (o *operator) replica(name string) (*operator, error) {
+	r := &operator{bin: o.bin, kubeconfig: o.kubeconfig, certDir: o.certDir, serveOnly: true,
+		LogPath: strings.TrimSuffix(o.LogPath, ".log") + "-" + name + ".log"}
+	var err error
+	for _, port := range []*int{&r.probePort, &r.webhookPort, &r.metricsPort} {
+		if *port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	return r, os.WriteFile(r.LogPath, nil, 0o644)
+}
+
+// exitedOnItsOwn reports whether the process started last has ended
+// without being stopped (after losing its Lease, say).
+func (o *operator) exitedOnItsOwn() bool {
+	o.mu.Lock()
+	cmd, exited := o.cmd, o.exited
+	o.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// pid is the process id of the running operator, or 0.
+func (o *operator) pid() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return 0
+	}
+	return o.cmd.Process.Pid
+}
+
+// leading reports whether this run holds the leader Lease, from its
+// leader_election_master_status metric.
+func (o *operator) leading(ctx context.Context) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", o.metricsPort), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.Contains(line, `name="`+leaseName+`"`) {
+			return strings.HasSuffix(strings.TrimSpace(line), " 1"), nil
+		}
+	}
+	return false, nil
+}
+
+// restartWith kills the operator and starts it again talking to the cluster
+// through kubeconfig (a proxy's, say), with or without leader election; it
+// returns the kubeconfig it used before.
+func (o *operator) restartWith(ctx context.Context, kubeconfig string, leaderElect bool) (string, error) {
+	if err := o.kill(); err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	was := o.kubeconfig
+	o.kubeconfig, o.leaderElect = kubeconfig, leaderElect
+	o.mu.Unlock()
+	return was, o.start(ctx)
 }
 
 // settled reports whether this run of the operator has reconciled at least

@@ -203,7 +203,16 @@ func (s *scene) get(ctx context.Context) (*v1alpha1.PodCliqueSet, error) {
 // conflicts) and returns the new object.
 func (s *scene) update(mutate func(*v1alpha1.PodCliqueSetSpec)) *v1alpha1.PodCliqueSet {
 	s.t.Helper()
-	ctx := s.t.Context()
+	pcs, err := s.tryUpdate(s.t.Context(), mutate)
+	if err != nil {
+		s.t.Fatalf("update PodCliqueSet %s: %v", s.name, err)
+	}
+	return pcs
+}
+
+// tryUpdate is update that returns its error, for callers that retry (as
+// the chaos tests do while the apiserver is down).
+func (s *scene) tryUpdate(ctx context.Context, mutate func(*v1alpha1.PodCliqueSetSpec)) (*v1alpha1.PodCliqueSet, error) {
 	var pcs *v1alpha1.PodCliqueSet
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		old, err := s.get(ctx)
@@ -217,10 +226,7 @@ func (s *scene) update(mutate func(*v1alpha1.PodCliqueSetSpec)) *v1alpha1.PodCli
 		}
 		return testCluster.Client.Update(ctx, pcs)
 	})
-	if err != nil {
-		s.t.Fatalf("update PodCliqueSet %s: %v", s.name, err)
-	}
-	return pcs
+	return pcs, err
 }
 
 // setImageTag points every container of every clique at tag.

@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -194,4 +196,92 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// workdir is where kwokctl keeps this cluster's config, pids and logs (see
+// hack/dev/lib.sh).
+func (c *Cluster) workdir() string {
+	return filepath.Join(c.DevDir, "kwok", "clusters", c.Name)
+}
+
+// ComponentPID is the process id kwokctl recorded for one of the cluster's
+// components, by binary name: etcd, kube-apiserver, kube-scheduler,
+// kube-controller-manager, kwok.
+func (c *Cluster) ComponentPID(component string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(c.workdir(), "pids", component+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+// KillComponent ends one of the cluster's components with SIGKILL and waits
+// until the process is dead. Its pid file goes with it: the processes kwokctl
+// starts are orphans nobody reaps here, and kwokctl takes a zombie's pid for
+// a running component, which StartComponents would then leave alone. It
+// returns the pid it killed.
+func (c *Cluster) KillComponent(component string) (int, error) {
+	pid, err := c.ComponentPID(component)
+	if err != nil {
+		return 0, err
+	}
+	if alive, _ := processAlive(pid); !alive {
+		return 0, fmt.Errorf("%s (pid %d) is not running", component, pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("killing %s (pid %d): %w", component, pid, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		alive, err := processAlive(pid)
+		if err != nil {
+			return 0, err
+		}
+		if !alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s (pid %d) still runs 10s after SIGKILL", component, pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(c.workdir(), "pids", component+".pid")); err != nil {
+		return 0, err
+	}
+	return pid, nil
+}
+
+// ComponentRunning reports whether the component has a live process (and its
+// pid).
+func (c *Cluster) ComponentRunning(component string) (int, bool) {
+	pid, err := c.ComponentPID(component)
+	if err != nil {
+		return 0, false
+	}
+	alive, _ := processAlive(pid)
+	return pid, alive
+}
+
+// StartComponents starts every component that is not running (`kwokctl start
+// cluster`) and waits for the apiserver to serve.
+func (c *Cluster) StartComponents(ctx context.Context) error {
+	return c.run(ctx, "kwokctl.sh", "start", "cluster")
+}
+
+// processAlive reports whether pid is a process that has not exited: not
+// gone, not a zombie.
+func processAlive(pid int) (bool, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// The state follows the command name in parentheses, which may hold spaces.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	if !ok || rest == "" {
+		return false, fmt.Errorf("cannot read /proc/%d/stat", pid)
+	}
+	return rest[0] != 'Z' && rest[0] != 'X', nil
 }

@@ -180,7 +180,7 @@ func gone(p pod) step {
 	return func(w *world) {
 		w.now = w.now.Add(time.Second)
 		delete(w.pods, p.name())
-		w.rec.forgetPod(w.now, p.name())
+		w.rec.forgetPod(w.now, p.name(), "")
 	}
 }
 

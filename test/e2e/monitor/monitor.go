@@ -161,7 +161,10 @@ func (m *Monitor) watch(ctx context.Context, cfg *rest.Config, namespace, pcsNam
 
 	ofSet := labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcsName})
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:            scheme,
+		Scheme: scheme,
+		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+			m.locked(func(r *recorder, now time.Time) { r.lostWatch(now, err) })
+		},
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.PodCliqueSet{}:          {Field: fields.OneTermEqualSelector("metadata.name", pcsName)},
@@ -264,11 +267,33 @@ func (m *Monitor) podHandler() toolscache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if p, ok := unwrap(obj).(*corev1.Pod); ok {
-				m.locked(func(r *recorder, now time.Time) { r.forgetPod(now, p.Name) })
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				if p, ok := d.Obj.(*corev1.Pod); ok {
+					m.missedPodDeletion(p)
+				}
+				return
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				m.locked(func(r *recorder, now time.Time) { r.forgetPod(now, p.Name, "") })
 			}
 		},
 	}
+}
+
+// relistSettle is how long the deletion of a pod that the watch missed waits
+// before it is judged.
+const relistSettle = time.Second
+
+// missedPodDeletion handles a deletion the watch missed (the apiserver was
+// away) and a relist found out: the pod stops counting at once, and its
+// deletion is judged a moment later, once the rest of the relist is recorded
+// (see recorder.missPod).
+func (m *Monitor) missedPodDeletion(p *corev1.Pod) {
+	name := p.Name
+	m.locked(func(r *recorder, now time.Time) { r.missPod(now, name) })
+	time.AfterFunc(relistSettle, func() {
+		m.locked(func(r *recorder, now time.Time) { r.judgeMissedPod(now, name) })
+	})
 }
 
 func (m *Monitor) cliqueHandler() toolscache.ResourceEventHandler {

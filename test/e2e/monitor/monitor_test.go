@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // fakeTB records what the monitor reports to a test.
@@ -162,5 +166,77 @@ func TestTimeline_RecordsWhatTestsAssertOrdersOn(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "pod-deleting           demo-0-frontend-3 [replica=0 clique=frontend index=3") {
 		t.Fatalf("timeline:\n%s", b.String())
+	}
+}
+
+// After a watch gap the relist hands over the deletions it found before the
+// updates of the pods still there. The surge pod became Ready before the
+// operator deleted pod 1 and made its replacement, but the relist delivers the
+// deletion first: the deleted pod stops counting at once (its replacement is
+// no extra unit), its deletion is judged once the relist is recorded, and
+// nothing breaks. Had the surge pod not become Ready, the deletion still breaks
+// the floor.
+func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
+	for _, surgeReady := range []bool{true, false} {
+		t.Run(fmt.Sprintf("surge pod ready %v", surgeReady), func(t *testing.T) {
+			w := newWorld(t, cliqueSurge())
+			w.run(cliqueSurgeRollout()[:8]...) // three v1 pods ready, the v2 surge pod created
+			m := monitorOn(w, Options{})
+			h := m.podHandler()
+			victim := w.pod(sp(0, fe, 1)).DeepCopy()
+			delete(w.pods, victim.Name)
+			h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/" + victim.Name, Obj: victim})
+			if surgeReady {
+				surge := w.pod(sp(0, fe, 3)).DeepCopy()
+				surge.Spec.NodeName = "node-1"
+				surge.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
+				h.OnUpdate(nil, surge)
+				// and the pod made in its place, under a name of its own
+				w.run(replacementOf(sp(0, fe, 1)))
+				h.OnAdd(w.pods[victim.Name+"-r"].DeepCopy(), false)
+			}
+			deadline := time.Now().Add(10 * relistSettle)
+			for !strings.Contains(w.timelineText(), "missed by the watch") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the missed deletion was not recorded:\n%s", w.timelineText())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			err := m.Err()
+			switch {
+			case surgeReady && err != nil:
+				t.Fatalf("a deletion after the surge pod was ready: %v", err)
+			case !surgeReady && err == nil:
+				t.Fatalf("a deletion with the surge pod not ready broke nothing:\n%s", w.timelineText())
+			}
+		})
+	}
+}
+
+// After a lost watch the relist may hand over the pod made in place of pod 1
+// before pod 1's deletion: those events are recorded, not judged. Past the
+// window the checks are back: a fifth unit breaks the surge limit.
+func TestLostWatch_RelistIsRecordedNotJudged(t *testing.T) {
+	w := newWorld(t, cliqueSurge())
+	w.run(cliqueSurgeRollout()[:9]...) // three v1 pods ready, the v2 surge pod ready
+	w.now = w.now.Add(time.Second)
+	w.rec.lostWatch(w.now, errors.New("watch closed"))
+	w.now = w.now.Add(5 * time.Second)
+	replacement := sp(0, fe, 1)
+	w.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: replacement.name() + "-r", Namespace: "ns", Labels: replacement.labels("v2"), CreationTimestamp: metav1.NewTime(w.now),
+	}})
+	old := w.pod(sp(0, fe, 1))
+	old.DeletionTimestamp = new(metav1.NewTime(w.now))
+	w.observe(old)
+	if len(w.rec.violations) > 0 {
+		t.Fatalf("a relist's events were judged: %v\n%s", w.rec.violations[0].Error(), w.timelineText())
+	}
+	if !strings.Contains(w.timelineText(), string(Relisted)) {
+		t.Fatalf("no %s event:\n%s", Relisted, w.timelineText())
+	}
+	w.run(create(sp(0, fe, 4), "v2"))
+	if len(w.rec.violations) == 0 || w.rec.violations[0].Invariant != UnitsWithinSurge {
+		t.Fatalf("a fifth unit after the relist broke nothing:\n%s", w.timelineText())
 	}
 }

@@ -29,6 +29,14 @@ type recorder struct {
 	// readSpec reads the PodCliqueSet from the apiserver, past the watch, when a
 	// check needs a spec the watch may not have delivered yet; nil in unit tests.
 	readSpec func() (*v1alpha1.PodCliqueSet, error)
+	// missed are pods whose deletion the watch missed and a relist found
+	// out, as they were last seen, until the deletion is judged.
+	missed map[string]podState
+	// watchLost: a watch failed, so the next events are a relist's, handed
+	// over in an order of their own (see lostWatch); judging resumes at
+	// relistUntil.
+	watchLost   bool
+	relistUntil time.Time
 }
 
 func newRecorder(o Options, start time.Time) *recorder {
@@ -38,6 +46,7 @@ func newRecorder(o Options, start time.Time) *recorder {
 		hist:     newHistory(),
 		specs:    specTracker{grace: o.SpecGrace, maxLag: o.MaxSpecLag},
 		timeline: newTimeline(start, o.TimelineSize),
+		missed:   map[string]podState{},
 	}
 }
 
@@ -49,20 +58,84 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 		r.timeline.add(noLabels(now, Ignored, "pod/"+pod.Name, err.Error()))
 		return
 	}
+	if m, ok := r.missed[p.Name]; ok && !m.Created.Equal(p.Created) {
+		// a new pod of the name: the old one's deletion comes first
+		r.judgeMissedPod(now, p.Name)
+	}
 	old, existed := r.snap.pods[p.Name]
 	after := r.snap.clone()
 	after.pods[p.Name] = p
 	r.process(now, after, podChanges(now, old, existed, p, initial))
 }
 
-func (r *recorder) forgetPod(now time.Time, name string) {
+// relistWindow is how long after a lost watch the monitor records events
+// without judging them.
+const relistWindow = 500 * time.Millisecond
+
+// lostWatch notes that a watch failed (the apiserver went away, say). When it
+// comes back, the informer lists again and hands over what changed meanwhile
+// in an order that is not the order it happened in (a pod made in place of
+// one being deleted can come before that deletion): those events are recorded
+// but not judged, and the checks resume on the state they leave.
+func (r *recorder) lostWatch(now time.Time, err error) {
+	if !r.watchLost {
+		r.timeline.add(noLabels(now, WatchLost, "watch", err.Error()))
+	}
+	r.watchLost = true
+}
+
+// missPod takes in a deletion the watch missed. The pod no longer counts
+// (it is marked terminating) but its deletion is judged only by
+// judgeMissedPod: the relist that found it out hands over such deletions
+// before the updates of the pods still there, though those may have
+// happened first.
+func (r *recorder) missPod(now time.Time, name string) {
+	old, ok := r.snap.pods[name]
+	if !ok || old.Terminating {
+		if ok { // its deletion was seen begin: nothing to judge
+			r.forgetPod(now, name, "")
+		}
+		return
+	}
+	r.missed[name] = old
+	gone := old
+	gone.Terminating = true
+	after := r.snap.clone()
+	after.pods[name] = gone
+	r.snap = after
+	r.hist.advance(r.specs.live(now), after)
+}
+
+// judgeMissedPod records the deletion of a pod taken in by missPod, judged
+// against the pods as they are now, the deleted one as it was last seen.
+func (r *recorder) judgeMissedPod(now time.Time, name string) {
+	old, ok := r.missed[name]
+	if !ok {
+		return
+	}
+	delete(r.missed, name)
+	if cur, ok := r.snap.pods[name]; !ok || !cur.Created.Equal(old.Created) {
+		return
+	}
+	before := r.snap.clone()
+	before.pods[name] = old
+	r.snap = before
+	r.forgetPod(now, name, "missed by the watch, found by a relist")
+}
+
+// forgetPod records that a pod is gone; detail, if any, says how it was seen.
+func (r *recorder) forgetPod(now time.Time, name, detail string) {
 	old, ok := r.snap.pods[name]
 	if !ok {
 		return
 	}
 	after := r.snap.clone()
 	delete(after.pods, name)
-	r.process(now, after, []Event{podEvent(now, PodDeleted, old)})
+	e := podEvent(now, PodDeleted, old)
+	if detail != "" {
+		e.Detail = detail
+	}
+	r.process(now, after, []Event{e})
 }
 
 // podChanges are the events between two states of a pod; one update of a pod
@@ -216,6 +289,11 @@ func (r *recorder) announce(now time.Time, x expectedDeletion, what string) {
 
 // process records events that took the snapshot to after, checking each one.
 func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
+	if r.watchLost {
+		r.watchLost = false
+		r.relistUntil = now.Add(relistWindow)
+		r.timeline.add(noLabels(now, Relisted, "watch", fmt.Sprintf("the events of the next %s are a relist's: recorded, not judged", relistWindow)))
+	}
 	before := r.snap
 	for _, ev := range events {
 		if ev.Kind == PodDeleting || ev.Kind == PodDeleted {
@@ -224,7 +302,7 @@ func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
 			}
 		}
 		r.timeline.add(ev)
-		if !r.setGone {
+		if !r.setGone && !now.Before(r.relistUntil) {
 			r.record(r.check(now, before, after, ev))
 		}
 		r.hist.note(ev)

@@ -14,6 +14,8 @@ type EventKind string
 // order a rollout test asserts.
 const (
 	MonitorStarted EventKind = "monitor-started"
+	WatchLost      EventKind = "watch-lost" // a watch failed; a relist follows
+	Relisted       EventKind = "relisted"   // the first event after a lost watch
 
 	PodPresent  EventKind = "pod-present" // already there when the monitor started
 	PodCreated  EventKind = "pod-created"
