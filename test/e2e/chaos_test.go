@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,15 +51,10 @@ const envChaosRuns = "LOCKSTEP_CHAOS_RUNS"
 
 func chaosRuns(t *testing.T) int {
 	t.Helper()
-	v := os.Getenv(envChaosRuns)
-	if v == "" {
+	if os.Getenv(envChaosRuns) == "" {
 		t.Skipf("the chaos suite runs from `make chaos` (%s=N); see docs/reliability.md", envChaosRuns)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number", envChaosRuns, v)
-	}
-	return n
+	return envInt(t, envChaosRuns, 1)
 }
 
 // chaosStrategy is one update strategy and the small PodCliqueSet it rolls.

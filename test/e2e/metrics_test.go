@@ -5,9 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -35,22 +33,13 @@ func (s series) get(name, role string) (float64, bool) {
 // scrapeState reads the operator's /metrics and keeps the state series of one
 // PodCliqueSet.
 func scrapeState(ctx context.Context, namespace, name string) (series, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", testOperator.metricsPort), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := testOperator.metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := series{}
 	match := fmt.Sprintf(`namespace=%q,podcliqueset=%q`, namespace, name)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "lockstep_podcliqueset_") || !strings.Contains(line, match) {
 			continue
 		}

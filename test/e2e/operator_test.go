@@ -302,23 +302,32 @@ func (o *operator) pid() int {
 	return o.cmd.Process.Pid
 }
 
-// leading reports whether this run holds the leader Lease, from its
-// leader_election_master_status metric.
-func (o *operator) leading(ctx context.Context) (bool, error) {
+// metrics is the run's /metrics page (Prometheus text).
+func (o *operator) metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", o.metricsPort), nil)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// leading reports whether this run holds the leader Lease, from its
+// leader_election_master_status metric.
+func (o *operator) leading(ctx context.Context) (bool, error) {
+	body, err := o.metrics(ctx)
+	if err != nil {
 		return false, err
 	}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "leader_election_master_status{") && strings.Contains(line, `name="`+leaseName+`"`) {
 			return strings.HasSuffix(strings.TrimSpace(line), " 1"), nil
 		}

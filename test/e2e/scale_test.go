@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -302,21 +301,12 @@ func fmtSeconds(s float64) string {
 }
 
 func scrapeOperator(ctx context.Context) (operatorScrape, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", testOperator.metricsPort), nil)
-	if err != nil {
-		return operatorScrape{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return operatorScrape{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := testOperator.metrics(ctx)
 	if err != nil {
 		return operatorScrape{}, err
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		return operatorScrape{}, fmt.Errorf("parsing the operator's metrics: %w", err)
 	}
