@@ -78,6 +78,12 @@ type Status struct {
 	Updated, UpdatedAvailable int32
 	// Available counts available units, old and new.
 	Available int32
+	// Settling: the counts may trail what the member's controller already
+	// asked for (a Deployment's ReplicaSets scaled, their pods not yet
+	// counted). The counts then fold in what was asked for, so they bound the
+	// member's use from above, but not from below: its grant is not cut down
+	// to them.
+	Settling bool
 }
 
 // Grant is what a member is told.
@@ -299,10 +305,12 @@ func hold(m *Member, paused bool) MemberPlan {
 		g.Partition = min(g.Partition, m.Desired) // a share that shrank lowers it too
 		g.Paused = paused
 	}
-	if m.Kind == Deployment && g.Started && m.Reach == Current {
+	if m.Kind == Deployment && g.Started && m.Reach == Current && !m.Status.Settling {
 		// Exactly what it uses now: what it already has down or above its share
 		// it may keep (it costs nothing new, and a frozen member that lost a pod
-		// could never make it again); the rest goes back to the pool.
+		// could never make it again); the rest goes back to the pool. Only
+		// from settled counts: from trailing ones, the budget its controller
+		// is using right now would go back to the pool as well.
 		g.MaxUnavailable = min(unavailableNow(m), m.Desired)
 		g.MaxSurge = runningSurge(m)
 	}

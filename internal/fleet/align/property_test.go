@@ -58,7 +58,7 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 		check := func(when string) {
 			var available, units, scales, updated int32
 			for _, f := range fleet {
-				m := f.Member()
+				m := f.live()
 				available += m.Status.Available
 				units += int32(len(f.Units))
 				scales += f.Scale
@@ -141,6 +141,9 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 			// The members: each may miss the write for a round, or be lost, in
 			// the faulty rounds; each acts a random number of passes.
 			for _, f := range fleet {
+				if round >= faulty || rapid.Bool().Draw(t, "reports") {
+					f.Report()
+				}
 				f.Lost = round < faulty && rapid.IntRange(0, 9).Draw(t, "lost") == 0
 				if round >= faulty || rapid.IntRange(0, 2).Draw(t, "delay") != 0 {
 					f.Observe()
@@ -151,6 +154,9 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 				for _, f := range fleet {
 					if f.Lost {
 						continue
+					}
+					if round < faulty && rapid.IntRange(0, 3).Draw(t, "status lags") == 0 {
+						f.LagStatus()
 					}
 					if err := f.Act(); err != nil {
 						t.Fatal(err)

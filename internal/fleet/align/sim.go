@@ -30,6 +30,11 @@ type SimMember struct {
 	Written, Applied *Grant
 	// Lost: the hub cannot reach the member.
 	Lost bool
+	// reported is the status the member last wrote, when it lags its units
+	// (nil: it reports them as they are). A Deployment writes its status from
+	// its ReplicaSets' counts, which trail the pods it just asked for, while
+	// its observedGeneration is already current.
+	reported *Status
 }
 
 // NewSimMember is a member with desired units, all old and available.
@@ -52,8 +57,47 @@ func (f *SimMember) Observe() {
 	f.Applied, f.Scale = f.Written, f.Desired
 }
 
+// LagStatus makes the member keep reporting the status it has now (or the
+// one it already lags at), until Report: what it does next is not in its
+// status yet.
+func (f *SimMember) LagStatus() {
+	if f.reported == nil {
+		st := f.live().Status
+		f.reported = &st
+	}
+}
+
+// Report makes the member's status what its units are.
+func (f *SimMember) Report() {
+	f.reported = nil
+}
+
 // Member is what the hub sees of it.
 func (f *SimMember) Member() Member {
+	m := f.live()
+	if f.reported != nil && f.Kind == Deployment {
+		live := m.Status
+		m.Status = intentsOver(*f.reported, live)
+		m.Status.Settling = m.Status != live
+	}
+	return m
+}
+
+// intentsOver is what the hub reads of a Deployment whose status lags: the
+// lagging status, and what its ReplicaSets ask for (each revision's units
+// counted as the more of asked and reported, available only when both say
+// so), as the hub does.
+func intentsOver(reported, units Status) Status {
+	old := max(reported.Replicas-reported.Updated, units.Replicas-units.Updated)
+	s := Status{Updated: max(reported.Updated, units.Updated), Terminating: reported.Terminating}
+	s.Replicas = old + s.Updated
+	s.UpdatedAvailable = min(reported.UpdatedAvailable, units.Updated)
+	s.Available = s.UpdatedAvailable + min(reported.Available-reported.UpdatedAvailable, units.Replicas-units.Updated)
+	return s
+}
+
+// live is the member with the status of its units as they are.
+func (f *SimMember) live() Member {
 	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Target: f.Target, Last: f.Written}
 	if f.Written != f.Applied || f.Scale != f.Desired {
 		m.Reach = Stale
@@ -146,7 +190,7 @@ func (f *SimMember) Settle() {
 
 // Layout reads as "old=N new=M" plus the grant.
 func (f *SimMember) Layout() string {
-	m := f.Member()
+	m := f.live()
 	s := fmt.Sprintf("%s new %d/%d", f.Name, m.Status.UpdatedAvailable, f.Desired)
 	if f.Applied != nil && f.Kind == Partitioned {
 		s += fmt.Sprintf(" partition %d", f.Applied.Partition)

@@ -278,6 +278,61 @@ func StatusOf(obj *unstructured.Unstructured, rev string) ObservedStatus {
 	return s
 }
 
+// deploymentRevision is the annotation a Deployment and its newest
+// ReplicaSet share.
+const deploymentRevision = "deployment.kubernetes.io/revision"
+
+// WithReplicaSets folds into a Deployment's status what its ReplicaSets ask
+// for. A Deployment's counts are its ReplicaSets' status counts, which trail
+// the scaling it just did (its observedGeneration is current all the same):
+// each ReplicaSet counts the more of the pods it asks for and those it has,
+// and as available only those both its spec and status keep. The status then
+// bounds what the member uses from above, and says Settling while any
+// ReplicaSet has not caught up. rss may hold other objects' ReplicaSets; only
+// dep's own count.
+func WithReplicaSets(s ObservedStatus, dep *unstructured.Unstructured, rss []unstructured.Unstructured, rev string) ObservedStatus {
+	newRS := dep.GetAnnotations()[deploymentRevision]
+	holdsRev := dep.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] == rev
+	var replicas, available, updated, updatedAvailable int32
+	for i := range rss {
+		rs := &rss[i]
+		if !ownedBy(rs, dep) {
+			continue
+		}
+		spec := intField(rs, "spec", "replicas")
+		have := intField(rs, "status", "replicas")
+		asked, kept := max(spec, have), min(spec, intField(rs, "status", "availableReplicas"))
+		replicas += asked
+		available += kept
+		og, _, _ := unstructured.NestedInt64(rs.Object, "status", "observedGeneration")
+		if spec != have || og < rs.GetGeneration() {
+			s.Settling = true
+		}
+		if holdsRev && newRS != "" && rs.GetAnnotations()[deploymentRevision] == newRS {
+			updated, updatedAvailable = asked, kept
+		}
+	}
+	if replicas > s.Replicas || available < s.Available || updated > s.Updated || updatedAvailable < s.UpdatedAvailable {
+		s.Settling = true
+	}
+	s.Replicas = max(s.Replicas, replicas)
+	s.Available = min(s.Available, available)
+	if holdsRev {
+		s.Updated = max(s.Updated, updated)
+		s.UpdatedAvailable = min(s.UpdatedAvailable, updatedAvailable, s.Updated)
+	}
+	return s
+}
+
+func ownedBy(obj, owner *unstructured.Unstructured) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
 func intField(obj *unstructured.Unstructured, path ...string) int32 {
 	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
 	switch n := v.(type) {

@@ -187,3 +187,44 @@ func TestStatusOf(t *testing.T) {
 		})
 	}
 }
+
+func TestWithReplicaSets(t *testing.T) {
+	dep := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
+		"uid":         "d1",
+		"annotations": map[string]any{fleetv1alpha1.AnnotationTemplateRevision: "r2", deploymentRevision: "2"},
+	}}}
+	rs := func(owner, revision string, spec, have, available int64) unstructured.Unstructured {
+		return unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"generation": int64(1), "annotations": map[string]any{deploymentRevision: revision},
+				"ownerReferences": []any{map[string]any{"uid": owner, "apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}}},
+			"spec":   map[string]any{"replicas": spec},
+			"status": map[string]any{"observedGeneration": int64(1), "replicas": have, "availableReplicas": available},
+		}}
+	}
+	// The Deployment's status as its controller last wrote it: 5 pods, 2 new,
+	// all available.
+	status := ObservedStatus{Status: align.Status{Replicas: 5, Updated: 2, UpdatedAvailable: 2, Available: 5}}
+	cases := []struct {
+		name string
+		rss  []unstructured.Unstructured
+		want ObservedStatus
+	}{
+		{"settled: the status as it is", []unstructured.Unstructured{rs("d1", "2", 2, 2, 2), rs("d1", "1", 3, 3, 3), rs("other", "2", 9, 0, 0)},
+			status},
+		{"one more new pod asked for and one old pod let go, neither counted yet: counted, and settling",
+			[]unstructured.Unstructured{rs("d1", "2", 3, 2, 2), rs("d1", "1", 2, 3, 3)},
+			ObservedStatus{Status: align.Status{Replicas: 6, Updated: 3, UpdatedAvailable: 2, Available: 4, Settling: true}}},
+		{"a ReplicaSet that has not seen its spec: settling", []unstructured.Unstructured{rs("d1", "2", 2, 2, 2), func() unstructured.Unstructured {
+			u := rs("d1", "1", 3, 3, 3)
+			u.SetGeneration(2)
+			return u
+		}()}, ObservedStatus{Status: align.Status{Replicas: 5, Updated: 2, UpdatedAvailable: 2, Available: 5, Settling: true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := WithReplicaSets(status, dep, c.rss, "r2"); got != c.want {
+				t.Errorf("got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}

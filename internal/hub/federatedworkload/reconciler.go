@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -393,6 +394,9 @@ func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.Federa
 		case err == nil:
 			m.conn, m.held = conn, obj
 			st := member.StatusOf(obj, tmpl.Revision)
+			if tmpl.Kind == member.Deployment {
+				st = withReplicaSets(ctx, conn, obj, st, tmpl.Revision)
+			}
 			m.Status = st.Status
 			m.last = member.HeldGrant(tmpl.Kind, obj, tmpl.Revision)
 			if st.Stale {
@@ -437,6 +441,23 @@ func lostTimeout(fw *fleetv1alpha1.FederatedWorkload) int32 {
 		return *t
 	}
 	return fleetv1alpha1.DefaultMemberLostTimeoutSeconds
+}
+
+// withReplicaSets folds in what a Deployment member's ReplicaSets ask for
+// (see member.WithReplicaSets). When they cannot be read the status is taken
+// as settling: its grant is kept, not cut down to counts that may trail.
+func withReplicaSets(ctx context.Context, conn cluster.Cluster, dep *unstructured.Unstructured, st member.ObservedStatus, rev string) member.ObservedStatus {
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	sel, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "selector", "matchLabels")
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSetList"})
+	if err := conn.GetAPIReader().List(ctx, list, client.InNamespace(dep.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+		ctrl.LoggerFrom(ctx).Info("cannot read the member's ReplicaSets; keeping its grant", "error", err.Error())
+		st.Settling = true
+		return st
+	}
+	return member.WithReplicaSets(st, dep, list.Items, rev)
 }
 
 func readMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Template, ns, name string) (*unstructured.Unstructured, error) {

@@ -285,7 +285,13 @@ func (d dep) String() string {
 // observing the current generation.
 func (f *fedFleet) setStatus(c string, replicas, updated, available int64) {
 	f.t.Helper()
-	var u *unstructured.Unstructured
+	u := f.deployment(c)
+	if u == nil {
+		f.t.Fatalf("no Deployment in %s", c)
+	}
+	// Its ReplicaSets first, as their controller counts the pods before the
+	// Deployment's does.
+	f.setReplicaSets(c, u, replicas, updated, available)
 	// The hub may write the spec in between: read again and retry.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if u = f.deployment(c); u == nil {
@@ -301,6 +307,50 @@ func (f *fedFleet) setStatus(c string, replicas, updated, available int64) {
 		f.t.Fatalf("writing the Deployment status in %s: %v", c, err)
 	}
 	f.statusImage[c] = readDep(u).image
+}
+
+// setReplicaSets writes the member Deployment's ReplicaSets to match the
+// status just written, caught up with their specs, as they would be once its
+// pods exist: the new one (the Deployment's revision annotation, here its
+// image) holds the updated pods, the old one the rest. The hub reads them to
+// see what the Deployment asked for beyond its counts.
+func (f *fedFleet) setReplicaSets(c string, d *unstructured.Unstructured, replicas, updated, available int64) {
+	f.t.Helper()
+	ctx := context.Background()
+	cl := f.envs[c].Client
+	rev := readDep(d).image
+	if d.GetAnnotations()["deployment.kubernetes.io/revision"] != rev {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"deployment.kubernetes.io/revision":%q}}}`, rev)
+		if err := cl.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			f.t.Fatalf("annotating the Deployment in %s: %v", c, err)
+		}
+	}
+	newAvailable := min(updated, max(0, available-(replicas-updated)))
+	for _, rs := range []struct {
+		name, rev           string
+		replicas, available int64
+	}{{fwName + "-new", rev, updated, newAvailable}, {fwName + "-old", "old", replicas - updated, available - newAvailable}} {
+		labels := map[string]any{"app": fwName}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "ReplicaSet",
+			"metadata": map[string]any{"namespace": f.ns, "name": rs.name, "labels": labels,
+				"annotations":     map[string]any{"deployment.kubernetes.io/revision": rs.rev},
+				"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": fwName, "uid": string(d.GetUID())}}},
+			"spec": map[string]any{"replicas": rs.replicas, "selector": map[string]any{"matchLabels": labels},
+				"template": map[string]any{"metadata": map[string]any{"labels": labels},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web"}}}}},
+		}}
+		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test-deployment-controller"), client.ForceOwnership); err != nil {
+			f.t.Fatalf("writing ReplicaSet %s in %s: %v", rs.name, c, err)
+		}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			f.t.Fatalf("reading ReplicaSet %s in %s: %v", rs.name, c, err)
+		}
+		u.Object["status"] = map[string]any{"observedGeneration": u.GetGeneration(), "replicas": rs.replicas, "readyReplicas": rs.available, "availableReplicas": rs.available}
+		if err := cl.Status().Update(ctx, u); err != nil {
+			f.t.Fatalf("writing the status of ReplicaSet %s in %s: %v", rs.name, c, err)
+		}
+	}
 }
 
 // settle plays both members' Deployment controllers to the end of whatever
