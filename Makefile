@@ -40,7 +40,7 @@ IMAGE      ?=
 IMAGE_TAR  ?= $(CURDIR)/.dev/image/lockstep.tar
 
 GO_TEST_FLAGS ?= -count=1
-E2E_TIMEOUT   ?= 30m
+E2E_TIMEOUT   ?= 40m
 
 ##@ Tools
 

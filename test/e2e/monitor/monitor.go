@@ -165,6 +165,14 @@ func (m *Monitor) watch(ctx context.Context, cfg *rest.Config, namespace, pcsNam
 		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
 			m.locked(func(r *recorder, now time.Time) { r.lostWatch(now, err) })
 		},
+		// A relist after a watch that could not resume reports no error:
+		// each informer's ListerWatcher says when it lists again.
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			kind := fmt.Sprintf("%T", obj)
+			return toolscache.NewSharedIndexInformer(newRelistNotifier(lw, func() {
+				m.locked(func(r *recorder, now time.Time) { r.lostWatch(now, fmt.Errorf("%s listed again", kind)) })
+			}), obj, resync, idx)
+		},
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.PodCliqueSet{}:          {Field: fields.OneTermEqualSelector("metadata.name", pcsName)},

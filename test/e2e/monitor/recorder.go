@@ -70,7 +70,7 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 
 // relistWindow is how long after a lost watch the monitor records events
 // without judging them.
-const relistWindow = 500 * time.Millisecond
+const relistWindow = time.Second
 
 // lostWatch notes that a watch failed (the apiserver went away, say). When it
 // comes back, the informer lists again and hands over what changed meanwhile
