@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
@@ -33,6 +35,10 @@ type Reconciler struct {
 	// Metrics records rollouts; nil records nothing.
 	Metrics *metrics.Rollouts
 	Now     func() time.Time
+
+	// statusWrites is when each PodCliqueSet's status was last written
+	// (types.NamespacedName → time.Time), for statusBatch.
+	statusWrites sync.Map
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -46,8 +52,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
-		if apierrors.IsNotFound(err) && r.Metrics != nil {
-			r.Metrics.Forget(req.Namespace, req.Name)
+		if apierrors.IsNotFound(err) {
+			r.statusWrites.Delete(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.Forget(req.Namespace, req.Name)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -96,14 +105,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeChildren(ctx, pcs, spec, revs, tmpls, plan, children, gangs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, pcs, plan, gangs, children.waiting); err != nil {
+	statusWait, err := r.updateStatus(ctx, pcs, plan, gangs, children.waiting)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	historyHeld, err := r.trimHistory(ctx, pcs, owned)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(spec, plan, children.nextAvailableIn, historyHeld, now)}, nil
+	return ctrl.Result{RequeueAfter: pods.Sooner(requeueAfter(spec, plan, children.nextAvailableIn, historyHeld, now), statusWait)}, nil
 }
 
 // historyRetry is how soon to look at a history that children still held.

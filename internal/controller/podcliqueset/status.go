@@ -77,20 +77,66 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 }
 
 // updateStatus writes the status the plan implies and an Event for every step a
-// rollout took since the last one.
-func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) error {
+// rollout took since the last one. It returns how soon to look again when it
+// held back a change that only moves the rollout's progress (statusWriteWait).
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) (time.Duration, error) {
 	st := desiredStatus(pcs, plan, gangs, waiting)
 	r.narrate(pcs, &pcs.Status, st)
 	r.record(pcs, &pcs.Status, st, plan.Status, r.Now())
 	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
-		return nil
+		return 0, nil
+	}
+	key := client.ObjectKeyFromObject(pcs)
+	var last time.Time
+	if v, ok := r.statusWrites.Load(key); ok {
+		last = v.(time.Time)
+	}
+	now := r.Now()
+	if wait := statusWriteWait(&pcs.Status, st, last, now); wait > 0 {
+		return wait, nil
 	}
 	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	pcs.Status = *st
 	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
-		return fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
+		return 0, fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
 	}
-	return nil
+	r.statusWrites.Store(key, now)
+	return 0, nil
+}
+
+// statusBatch is how long a status change that only moves the rollout's
+// progress may wait to be written: the highest counts seen (and when they last
+// rose) and the pods the Progressing message names. A wide rollout step
+// changes those on every pod event; the next write carries them. Everything
+// else (replica counts, revisions, the reason of a condition, the replicas
+// being updated and their role steps, which the planner reads back) is
+// written at once.
+const statusBatch = time.Second
+
+// statusWriteWait is how long the status next may wait before it is written
+// over prev, the last write being at lastWrite (zero: none known): 0 means
+// write now.
+func statusWriteWait(prev, next *v1alpha1.PodCliqueSetStatus, lastWrite, now time.Time) time.Duration {
+	if lastWrite.IsZero() || !progressOnly(prev, next) {
+		return 0
+	}
+	return max(0, lastWrite.Add(statusBatch).Sub(now))
+}
+
+// progressOnly: next differs from prev only in what statusBatch may hold back.
+func progressOnly(prev, next *v1alpha1.PodCliqueSetStatus) bool {
+	if prev.UpdateProgress == nil || next.UpdateProgress == nil {
+		return false
+	}
+	n := next.DeepCopy()
+	n.UpdateProgress.ProgressCounts = prev.UpdateProgress.ProgressCounts
+	n.UpdateProgress.LastProgressAt = prev.UpdateProgress.LastProgressAt
+	pc := apimeta.FindStatusCondition(prev.Conditions, string(v1alpha1.ConditionProgressing))
+	nc := apimeta.FindStatusCondition(n.Conditions, string(v1alpha1.ConditionProgressing))
+	if pc != nil && nc != nil && pc.Status == nc.Status && pc.Reason == nc.Reason {
+		nc.Message = pc.Message
+	}
+	return apiequality.Semantic.DeepEqual(n, prev)
 }
 
 // desiredStatus is the status the plan implies: counts, revisions, the
