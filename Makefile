@@ -170,7 +170,7 @@ bench: ## Planner benchmarks, with figures relative to a baseline measured in th
 	$(MAKE) --no-print-directory bench-fleet
 
 .PHONY: bench-rollout
-bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the Deployment controller and with Lockstep on a local cluster (BENCH_PODS, default 60): time, ideal, apiserver writes.
+bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the Deployment controller and with Lockstep on a local cluster (BENCH_PODS, default 60), then the disaggregated example against its planner: time, ideal, apiserver writes.
 	LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_PODS=$${BENCH_PODS:-60} LOCKSTEP_E2E_CLUSTER=lockstep-bench \
 		go test -count=1 -tags e2e -timeout 60m -run '^TestBench_RolloutAgainstTheDeploymentController$$' -v ./test/e2e/ \
 		| grep -vE '^(=== RUN|--- PASS|PASS$$)'

@@ -17,3 +17,7 @@ echo "$out" | awk '
 		}
 		for (k in ns) if (k ~ /PlanTree/) printf "%-62s %12.0f\n", k, ns[k]/n[k]
 	}' | sort
+
+echo
+echo "the operator's cache, per pod (a disaggregated engine's pod as served), without and with pods.TrimForCache:"
+go test -run '^$' -bench CachedPod -benchtime 3x ./internal/controller/pods/ | grep -E '^BenchmarkCachedPod' | awk '{ printf "  %-28s %8.0f bytes\n", $1, $5 }'

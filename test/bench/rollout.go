@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -222,4 +223,80 @@ func (r *Runner) AwaitNoPods(ctx context.Context) error {
 		}
 		return len(pods.Items) == 0, nil
 	})
+}
+
+// SetResult is one measured rollout of a whole PodCliqueSet.
+type SetResult struct {
+	Name string
+	Pods int
+	// Took is from the template change until the PodCliqueSet reports the
+	// update revision current with every replica updated and available; Ideal
+	// is what Lockstep's own planner takes with no control plane in the way
+	// (the offline simulator, pods ready ReadyDelay after creation).
+	Took, Ideal time.Duration
+	Writes      Writes
+}
+
+// Set rolls pcs (created here, in r.Namespace, with r.PodAnnotations on every
+// clique's pods) from its template to one with every container's image tagged
+// v2; ideal is the simulated time of the same change.
+func (r *Runner) Set(ctx context.Context, pcs *v1alpha1.PodCliqueSet, ideal time.Duration) (SetResult, error) {
+	pcs = pcs.DeepCopy()
+	pcs.Namespace = r.Namespace
+	pods := 0
+	for i := range pcs.Spec.Template.Cliques {
+		c := &pcs.Spec.Template.Cliques[i]
+		if c.Template.Annotations == nil {
+			c.Template.Annotations = map[string]string{}
+		}
+		maps.Copy(c.Template.Annotations, r.PodAnnotations)
+		n := int(c.Replicas)
+		if g := pcs.Spec.Template.ScalingGroupOf(c.Name); g != nil {
+			n *= int(g.Replicas)
+		}
+		pods += n * int(ptr.Deref(pcs.Spec.Replicas, 1))
+	}
+	res := SetResult{Name: pcs.Name, Pods: pods, Ideal: ideal}
+	if err := r.Client.Create(ctx, pcs); err != nil {
+		return res, fmt.Errorf("creating PodCliqueSet %s: %w", pcs.Name, err)
+	}
+	var from string
+	done := func(ctx context.Context) (bool, error) {
+		var cur v1alpha1.PodCliqueSet
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+			return false, err
+		}
+		st, n := cur.Status, ptr.Deref(cur.Spec.Replicas, 1)
+		return st.ObservedGeneration >= cur.Generation && st.UpdateRevision != from && st.CurrentRevision == st.UpdateRevision &&
+			st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n, nil
+	}
+	roll := func(ctx context.Context) error {
+		var cur v1alpha1.PodCliqueSet
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+			return err
+		}
+		from = cur.Status.UpdateRevision
+		RetagImages(&cur.Spec, "v2")
+		return r.Client.Update(ctx, &cur)
+	}
+	m, err := r.measure(ctx, "Lockstep", Strategy{Name: pcs.Name}, done, roll)
+	res.Took, res.Writes = m.Took, m.Writes
+	if derr := r.Client.Delete(ctx, pcs, client.PropagationPolicy(metav1.DeletePropagationForeground)); derr != nil && err == nil {
+		err = derr
+	}
+	return res, err
+}
+
+// RetagImages gives every container of every clique the image tag tag.
+func RetagImages(spec *v1alpha1.PodCliqueSetSpec, tag string) {
+	for i := range spec.Template.Cliques {
+		cs := spec.Template.Cliques[i].Template.Spec.Containers
+		for j := range cs {
+			image := cs[j].Image
+			if k := strings.LastIndex(image, ":"); k > strings.LastIndex(image, "/") {
+				image = image[:k]
+			}
+			cs[j].Image = image + ":" + tag
+		}
+	}
 }

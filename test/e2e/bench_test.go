@@ -4,11 +4,16 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/revision"
+	"github.com/lockstep-dev/lockstep/internal/simulate"
 	"github.com/lockstep-dev/lockstep/test/bench"
 	"github.com/lockstep-dev/lockstep/test/e2e/monitor"
 )
@@ -65,7 +70,7 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 		if vs := m.Violations(); len(vs) > 0 {
 			t.Fatalf("Lockstep broke an invariant under %s:\n%s", s.Name, vs[0].Report())
 		}
-		t.Logf("Lockstep, %s: most pods live at once %d, fewest available %d", s.Name, mostLive(m.Timeline()), fewestAvailable(m.Timeline(), pods))
+		t.Logf("Lockstep, %s: most pods live at once %d, fewest available %d; %s", s.Name, mostLive(m.Timeline()), fewestAvailable(m.Timeline(), pods), waveLatency(m.Timeline()))
 		if err := r.AwaitNoPods(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +85,81 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 	var out bytes.Buffer
 	bench.WriteTable(&out, pairs)
 	t.Logf("rollouts of %d pods, ready %s after binding, gone 1 s after deletion:\n%s", pods, ready, out.String())
+
+	// The disaggregated example (a frontend, prefill and decode leader/worker
+	// groups, two replicas), rolled whole, against Lockstep's own planner with
+	// no control plane in the way.
+	ex := withoutGPUs(loadExampleAsApplied(t, "disaggregated.yaml"))
+	m := monitor.Options{PollInterval: 200 * time.Millisecond}.Start(t.Context(), t, testCluster.RESTConfig, r.Namespace, ex.Name)
+	set, err := r.Set(t.Context(), ex, plannerTime(t, ex, ready, time.Second))
+	m.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := m.Violations(); len(vs) > 0 {
+		t.Fatalf("Lockstep broke an invariant rolling %s:\n%s", ex.Name, vs[0].Report())
+	}
+	out.Reset()
+	bench.WriteSets(&out, []bench.SetResult{set})
+	t.Logf("the disaggregated example, ready %s after binding, gone 1 s after deletion; %s:\n%s", ready, waveLatency(m.Timeline()), out.String())
+}
+
+// plannerTime is how long the offline simulator (Lockstep's planner, every
+// pod ready startup after it is created, gone grace after it is deleted)
+// takes to roll pcs to every image tagged v2.
+func plannerTime(t *testing.T, pcs *v1alpha1.PodCliqueSet, startup, grace time.Duration) time.Duration {
+	t.Helper()
+	from := pcs.DeepCopy()
+	from.Default()
+	to := from.DeepCopy()
+	bench.RetagImages(&to.Spec, "v2")
+	fromRev, err := revision.ForSpec(pcs.Name, &from.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toRev, err := revision.ForSpec(pcs.Name, &to.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := simulate.Run(simulate.Scenario{From: &from.Spec, FromRevision: fromRev, To: &to.Spec, ToRevision: toRev, Startup: startup, Grace: grace})
+	if res.Outcome.Kind != simulate.Complete {
+		t.Fatalf("simulating %s: %s (%s)", pcs.Name, res.Outcome.Kind, res.Outcome.Reason)
+	}
+	return res.Summary.Duration
+}
+
+// waveLatency says where a wave's time goes, as the monitor saw it: from a
+// pod turning ready to the next pod created (the operator's reaction), and
+// from a pod created to it turning ready (scheduling plus the ready delay).
+func waveLatency(events []monitor.Event) string {
+	var react, start []time.Duration
+	var lastReady time.Time
+	created := map[string]time.Time{}
+	for _, e := range events {
+		switch e.Kind {
+		case monitor.PodReady:
+			lastReady = e.Time
+			if c, ok := created[e.Name]; ok {
+				start = append(start, e.Time.Sub(c))
+			}
+		case monitor.PodCreated:
+			created[e.Name] = e.Time
+			if !lastReady.IsZero() {
+				react = append(react, e.Time.Sub(lastReady))
+				lastReady = time.Time{}
+			}
+		}
+	}
+	return fmt.Sprintf("pod ready → next pod created: median %s over %d; pod created → ready: median %s over %d",
+		median(react), len(react), median(start), len(start))
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2].Round(time.Millisecond)
 }
 
 // mostLive is the most pods live (not terminating) at once over a timeline.
