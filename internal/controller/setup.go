@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliqueset"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 )
 
 // Setup builds every Lockstep reconciler, with all its fields set, and
@@ -23,6 +24,7 @@ import (
 // plain pods).
 func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	rollouts := lockstepmetrics.NewRollouts(crmetrics.Registry)
+	batch := &write.Batch{}
 	if err := lockstepmetrics.RegisterState(crmetrics.Registry, lockstepmetrics.NewState(mgr.GetClient(), lockstepmetrics.LeaderOnly(mgr.Elected()), time.Now)); err != nil {
 		return fmt.Errorf("registering the PodCliqueSet state metrics: %w", err)
 	}
@@ -32,6 +34,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 		Gangs:    gangs,
 		Metrics:  rollouts,
 		Now:      time.Now,
+		Batch:    batch,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
@@ -40,6 +43,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 		Recorder:     narrate.Recorder(mgr.GetEventRecorder("lockstep-podclique"), mgr.GetLogger().WithName("podclique")),
 		Expectations: expectations.New[rollout.Unit](time.Now),
 		Now:          time.Now,
+		Batch:        batch,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
 	}
@@ -49,6 +53,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 		Expectations: expectations.New[rollout.GroupReplicaObservation](time.Now),
 		Gangs:        gangs,
 		Now:          time.Now,
+		Batch:        batch,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}

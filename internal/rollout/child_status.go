@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -126,4 +127,22 @@ func childProgressing(f ChildFacts, ls LevelStatus) Condition {
 		c.Reason, c.Message = v1alpha1.ReasonUpdating, fmt.Sprintf("%d of %d %s updated, %d available", ls.UpdatedReplicas, f.Replicas, f.units(), ls.AvailableReplicas)
 	}
 	return c
+}
+
+// ChildProgressOnly reports whether next differs from prev only in how far
+// the units have come (the ready, available, updated and scheduled counts, and
+// condition messages whose status and reason stay): a change its writer may
+// hold back for a moment. Replicas, revisions, condition statuses and reasons,
+// the update window and the units selected to update are not.
+func ChildProgressOnly(prev, next v1alpha1.ChildStatus) bool {
+	n := *next.DeepCopy()
+	n.ReadyReplicas, n.AvailableReplicas, n.UpdatedReplicas = prev.ReadyReplicas, prev.AvailableReplicas, prev.UpdatedReplicas
+	n.UpdatedReadyReplicas, n.ScheduledReplicas = prev.UpdatedReadyReplicas, prev.ScheduledReplicas
+	for i := range n.Conditions {
+		c := &n.Conditions[i]
+		if p := apimeta.FindStatusCondition(prev.Conditions, c.Type); p != nil && p.Status == c.Status && p.Reason == c.Reason {
+			c.Message = p.Message
+		}
+	}
+	return apiequality.Semantic.DeepEqual(n, prev)
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
@@ -145,10 +146,27 @@ func TestBench_Scale(t *testing.T) {
 		return nil
 	}, cliquesAt(scaleImage+":v2"))
 
-	// A settled cluster: the operator must not write at all.
+	// A settled cluster: the operator must not write at all. Settled includes
+	// the status changes that only move progress, which may wait for
+	// write.StatusBatch: the window starts once the operator's writes have
+	// stood still for twice that.
 	before, err := scrapeOperator(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for quiet := time.Now(); time.Since(quiet) < 2*write.StatusBatch; {
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		now, err := scrapeOperator(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.writes != before.writes {
+			before, quiet = now, time.Now()
+		}
 	}
 	select {
 	case <-ctx.Done():

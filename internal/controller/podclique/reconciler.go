@@ -17,6 +17,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
+	podutil "github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -28,6 +29,8 @@ type Reconciler struct {
 	Expectations *expectations.Store[rollout.Unit]
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Batch holds back progress-only status changes; nil holds nothing back.
+	Batch *write.Batch
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (ctrl.Result, error) {
@@ -56,10 +59,11 @@ func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (c
 	facts := rollout.ChildFacts{Kind: rollout.KindClique, Replicas: pclq.Spec.Replicas, MinAvailable: pclq.Spec.EffectiveMinAvailable(),
 		Strategy: pclq.Spec.UpdateStrategy, UpdateRevision: templates.update.hash,
 		SelectorLabels: map[string]string{v1alpha1.LabelPodClique: pclq.Name}}
-	if err := write.ChildStatus(ctx, r.Client, pclq, facts, plan.Status, now); err != nil {
+	statusWait, err := write.ChildStatus(ctx, r.Client, pclq, facts, plan.Status, now, r.Batch)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: obs.nextAvailableIn}, nil
+	return ctrl.Result{RequeueAfter: podutil.Sooner(obs.nextAvailableIn, statusWait)}, nil
 }
 
 // ownedPods lists the pods of a PodClique from the cache.

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/revision"
@@ -31,6 +32,8 @@ type Reconciler struct {
 	// Gangs makes the gangs of group replicas above minAvailable.
 	Gangs gang.Backend
 	Now   func() time.Time
+	// Batch holds back progress-only status changes; nil holds nothing back.
+	Batch *write.Batch
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (ctrl.Result, error) {
@@ -64,7 +67,11 @@ func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	}
 	facts := rollout.ChildFacts{Kind: rollout.KindGroup, Replicas: g.Spec.Replicas, MinAvailable: g.Spec.EffectiveMinAvailable(),
 		Strategy: g.Spec.UpdateStrategy, UpdateRevision: templates.update.hash, SelectorLabels: selector(g)}
-	return ctrl.Result{RequeueAfter: obs.NextAvailableIn}, write.ChildStatus(ctx, r.Client, g, facts, plan.Status, now)
+	statusWait, err := write.ChildStatus(ctx, r.Client, g, facts, plan.Status, now, r.Batch)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: pods.Sooner(obs.NextAvailableIn, statusWait)}, nil
 }
 
 // childSpec is the part of the spec the owner writes to steer the update.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -35,10 +35,8 @@ type Reconciler struct {
 	// Metrics records rollouts; nil records nothing.
 	Metrics *metrics.Rollouts
 	Now     func() time.Time
-
-	// statusWrites is when each PodCliqueSet's status was last written
-	// (types.NamespacedName → time.Time), for statusBatch.
-	statusWrites sync.Map
+	// Batch holds back progress-only status changes; nil holds nothing back.
+	Batch *write.Batch
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -52,11 +50,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.statusWrites.Delete(req.NamespacedName)
-			if r.Metrics != nil {
-				r.Metrics.Forget(req.Namespace, req.Name)
-			}
+		if apierrors.IsNotFound(err) && r.Metrics != nil {
+			r.Metrics.Forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -78,7 +78,7 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 
 // updateStatus writes the status the plan implies and an Event for every step a
 // rollout took since the last one. It returns how soon to look again when it
-// held back a change that only moves the rollout's progress (statusWriteWait).
+// held back a change that only moves the rollout's progress (write.Batch).
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []replicaGang, waiting []waitingPod) (time.Duration, error) {
 	st := desiredStatus(pcs, plan, gangs, waiting)
 	r.narrate(pcs, &pcs.Status, st)
@@ -86,13 +86,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	if apiequality.Semantic.DeepEqual(st, &pcs.Status) {
 		return 0, nil
 	}
-	key := client.ObjectKeyFromObject(pcs)
-	var last time.Time
-	if v, ok := r.statusWrites.Load(key); ok {
-		last = v.(time.Time)
-	}
+	key := "PodCliqueSet/" + client.ObjectKeyFromObject(pcs).String()
 	now := r.Now()
-	if wait := statusWriteWait(&pcs.Status, st, last, now); wait > 0 {
+	if wait := r.Batch.Wait(key, progressOnly(&pcs.Status, st), now); wait > 0 {
 		return wait, nil
 	}
 	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -100,30 +96,13 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
 		return 0, fmt.Errorf("updating status of PodCliqueSet %s: %w", pcs.Name, err)
 	}
-	r.statusWrites.Store(key, now)
+	r.Batch.Wrote(key, now)
 	return 0, nil
 }
 
-// statusBatch is how long a status change that only moves the rollout's
-// progress may wait to be written: the highest counts seen (and when they last
-// rose) and the pods the Progressing message names. A wide rollout step
-// changes those on every pod event; the next write carries them. Everything
-// else (replica counts, revisions, the reason of a condition, the replicas
-// being updated and their role steps, which the planner reads back) is
-// written at once.
-const statusBatch = time.Second
-
-// statusWriteWait is how long the status next may wait before it is written
-// over prev, the last write being at lastWrite (zero: none known): 0 means
-// write now.
-func statusWriteWait(prev, next *v1alpha1.PodCliqueSetStatus, lastWrite, now time.Time) time.Duration {
-	if lastWrite.IsZero() || !progressOnly(prev, next) {
-		return 0
-	}
-	return max(0, lastWrite.Add(statusBatch).Sub(now))
-}
-
-// progressOnly: next differs from prev only in what statusBatch may hold back.
+// progressOnly: next differs from prev only in what write.StatusBatch may
+// hold back: the highest counts seen (and when they last rose) and the pods
+// the Progressing message names.
 func progressOnly(prev, next *v1alpha1.PodCliqueSetStatus) bool {
 	if prev.UpdateProgress == nil || next.UpdateProgress == nil {
 		return false

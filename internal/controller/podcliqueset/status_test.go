@@ -96,9 +96,9 @@ func TestRecord_RolloutDurationByResult(t *testing.T) {
 }
 
 // A change that only moves the rollout's progress (the highest counts, when
-// they last rose, the pods Progressing names) waits for statusBatch after the
-// last write; anything else is written at once, as is the first write.
-func TestStatusWriteWait_HoldsBackProgressOnly(t *testing.T) {
+// they last rose, the pods Progressing names) may wait for the next write;
+// anything else a user or the planner reads back may not.
+func TestProgressOnly(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	prev := &v1alpha1.PodCliqueSetStatus{
 		ObservedGeneration: 2, UpdatedReplicas: 0, UpdateRevision: "v2",
@@ -116,33 +116,34 @@ func TestStatusWriteWait_HoldsBackProgressOnly(t *testing.T) {
 		s.Conditions[0].Message = "rolling; waiting for pod a-1 (not ready yet) and 13 more"
 	}
 	cases := []struct {
-		name      string
-		change    func(*v1alpha1.PodCliqueSetStatus)
-		lastWrite time.Time
-		want      time.Duration
+		name   string
+		change func(*v1alpha1.PodCliqueSetStatus)
+		want   bool
 	}{
-		{"progress only, 300ms after the last write", progress, t0, 700 * time.Millisecond},
-		{"progress only, a second after the last write", progress, t0.Add(-700 * time.Millisecond), 0},
-		{"progress only, no write known (a restarted operator)", progress, time.Time{}, 0},
-		{"a replica count", func(s *v1alpha1.PodCliqueSetStatus) { progress(s); s.UpdatedReplicas = 1 }, t0, 0},
+		{"progress only", progress, true},
+		{"a replica count", func(s *v1alpha1.PodCliqueSetStatus) { progress(s); s.UpdatedReplicas = 1 }, false},
 		{"the Progressing reason", func(s *v1alpha1.PodCliqueSetStatus) {
 			progress(s)
 			s.Conditions[0].Reason = string(v1alpha1.ReasonRolloutComplete)
-		}, t0, 0},
+		}, false},
 		{"a replica starts updating", func(s *v1alpha1.PodCliqueSetStatus) {
 			progress(s)
 			s.UpdateProgress.UpdatingReplicas = append(s.UpdateProgress.UpdatingReplicas, v1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: 1})
-		}, t0, 0},
+		}, false},
 		{"a role step's count", func(s *v1alpha1.PodCliqueSetStatus) {
 			s.UpdateProgress.UpdatingReplicas[0].RoleStep = &v1alpha1.RoleStepProgress{Index: 0, Role: "prefill", Target: 2, UpdatedAndReady: 1}
-		}, t0, 0},
+		}, false},
+		{"the first progress", progress, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			next := prev.DeepCopy()
+			before, next := prev.DeepCopy(), prev.DeepCopy()
 			c.change(next)
-			if got := statusWriteWait(prev, next, c.lastWrite, t0.Add(300*time.Millisecond)); got != c.want {
-				t.Fatalf("wait %v, want %v", got, c.want)
+			if c.name == "the first progress" {
+				before.UpdateProgress = nil
+			}
+			if got := progressOnly(before, next); got != c.want {
+				t.Fatalf("progressOnly = %v, want %v", got, c.want)
 			}
 		})
 	}

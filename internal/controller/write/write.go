@@ -67,14 +67,26 @@ func kind[T any]() string {
 }
 
 // ChildStatus writes the status rollout.ChildStatus computes for a PodClique or
-// a PodCliqueScalingGroup after plan.
+// a PodCliqueScalingGroup after plan. A change that only moves the units'
+// progress (rollout.ChildProgressOnly) waits for batch; it then returns how
+// soon to look again.
 func ChildStatus[T any, P interface {
 	Object[T]
 	UnitStatus() *v1alpha1.ChildStatus
-}](ctx context.Context, c client.Client, obj P, facts rollout.ChildFacts, ls rollout.LevelStatus, now time.Time) error {
+}](ctx context.Context, c client.Client, obj P, facts rollout.ChildFacts, ls rollout.LevelStatus, now time.Time, batch *Batch) (time.Duration, error) {
 	facts.Name, facts.Generation = obj.GetName(), obj.GetGeneration()
-	return Status(ctx, c, obj, func(o P) {
-		st := o.UnitStatus()
-		*st = rollout.ChildStatus(*st, facts, ls, now)
-	})
+	prev := *obj.UnitStatus()
+	next := rollout.ChildStatus(prev, facts, ls, now)
+	if apiequality.Semantic.DeepEqual(prev, next) {
+		return 0, nil
+	}
+	key := kind[T]() + "/" + client.ObjectKeyFromObject(obj).String()
+	if wait := batch.Wait(key, rollout.ChildProgressOnly(prev, next), now); wait > 0 {
+		return wait, nil
+	}
+	if err := Status(ctx, c, obj, func(o P) { *o.UnitStatus() = next }); err != nil {
+		return 0, err
+	}
+	batch.Wrote(key, now)
+	return 0, nil
 }
