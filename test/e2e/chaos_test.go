@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -42,18 +44,24 @@ import (
 // LOCKSTEP_CHAOS_RUNS is how many times each fault is injected. Run r of
 // fault f goes to strategy (f+r) mod the number of strategies, so 1 spreads
 // the faults over the strategies (the short version, a few minutes) and 5
-// (`make chaos`) injects every fault into every strategy. Unset, the suite
-// does not run: a kube-scheduler that crashes on its own relist after an
-// apiserver restart is not brought back yet (docs/reliability.md).
+// (`make chaos`) injects every fault into every strategy. A control-plane
+// component that exits on its own meanwhile (the kube-scheduler does, on a
+// corrupted cache after an apiserver restart) is started again by the
+// supervisor TestMain runs, and the rollout's notes say so.
 
-// envChaosRuns names the variable that sets the injections per fault.
-const envChaosRuns = "LOCKSTEP_CHAOS_RUNS"
+// envChaosRuns names the variable that sets the injections per fault;
+// envChaosResults, when set, a file the results table is written to as
+// tab-separated values.
+// envChaosFaults, a regular expression, keeps only the faults whose names
+// match it.
+const (
+	envChaosRuns    = "LOCKSTEP_CHAOS_RUNS"
+	envChaosResults = "LOCKSTEP_CHAOS_RESULTS"
+	envChaosFaults  = "LOCKSTEP_CHAOS_FAULTS"
+)
 
 func chaosRuns(t *testing.T) int {
 	t.Helper()
-	if os.Getenv(envChaosRuns) == "" {
-		t.Skipf("the chaos suite runs from `make chaos` (%s=N); see docs/reliability.md", envChaosRuns)
-	}
 	return envInt(t, envChaosRuns, 1)
 }
 
@@ -160,6 +168,7 @@ var chaosFaults = []chaosFault{
 	{"writer: PodGroup deleted", injectPodGroupDeleted},
 	{"writer: pod relabelled", injectPodRelabelled},
 	{"node deleted with pods", injectNodeDeleted},
+	{"node NotReady", injectNodeNotReady},
 	{"new pods crash and recover", injectCrash(false)},
 	{"operator connection cut", injectConnectionCut},
 	{"leader killed, standby takes over", injectLeaderKilled},
@@ -404,12 +413,40 @@ func (c *chaosTable) add(r chaosResult) {
 // lines is the markdown table: one row per fault and strategy, in the order
 // of chaosFaults and chaosStrategies.
 func (c *chaosTable) lines() []string {
+	out := []string{
+		"| fault | strategy | runs | injected mid-rollout | violations | rollouts finished | mean time |",
+		"| --- | --- | --: | --: | --: | --: | --: |",
+	}
+	for _, x := range c.rows() {
+		out = append(out, fmt.Sprintf("| %s | %s | %d | %d | %d | %d/%d | %s |", x.fault, x.strategy, x.runs, x.mid,
+			x.violations, x.finished, x.runs, (x.took/time.Duration(x.runs)).Round(100*time.Millisecond)))
+	}
+	return out
+}
+
+// tsv is the same rows as tab-separated values with the total time in
+// seconds, for hack/chaos.sh to add up the tables of runs side by side.
+func (c *chaosTable) tsv() string {
+	var b strings.Builder
+	for _, x := range c.rows() {
+		fmt.Fprintf(&b, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\n", x.fault, x.strategy, x.runs, x.mid, x.violations, x.finished, x.took.Seconds())
+	}
+	return b.String()
+}
+
+// chaosRow is one fault and strategy summed over its rollouts.
+type chaosRow struct {
+	fault, strategy                 string
+	runs, mid, violations, finished int
+	took                            time.Duration
+}
+
+// rows sums the results per fault and strategy, in the order of chaosFaults
+// and chaosStrategies.
+func (c *chaosTable) rows() []chaosRow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	type row struct {
-		runs, mid, violations, finished int
-		took                            time.Duration
-	}
+	type row = chaosRow
 	rows := map[[2]string]*row{}
 	for _, r := range c.results {
 		k := [2]string{r.fault, r.strategy}
@@ -427,18 +464,13 @@ func (c *chaosTable) lines() []string {
 			x.finished++
 		}
 	}
-	out := []string{
-		"| fault | strategy | runs | injected mid-rollout | violations | rollouts finished | mean time |",
-		"| --- | --- | --: | --: | --: | --: | --: |",
-	}
+	var out []chaosRow
 	for _, f := range chaosFaults {
 		for _, st := range chaosStrategies {
-			x := rows[[2]string{f.name, st.name}]
-			if x == nil {
-				continue
+			if x := rows[[2]string{f.name, st.name}]; x != nil {
+				x.fault, x.strategy = f.name, st.name
+				out = append(out, *x)
 			}
-			out = append(out, fmt.Sprintf("| %s | %s | %d | %d | %d | %d/%d | %s |", f.name, st.name, x.runs, x.mid,
-				x.violations, x.finished, x.runs, (x.took/time.Duration(x.runs)).Round(100*time.Millisecond)))
 		}
 	}
 	return out
@@ -455,6 +487,11 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 	table := &chaosTable{}
 	t.Cleanup(func() {
 		t.Logf("chaos results (%s=%d, seed as logged above):\n%s", envChaosRuns, runs, strings.Join(table.lines(), "\n"))
+		if path := os.Getenv(envChaosResults); path != "" {
+			if err := os.WriteFile(path, []byte(table.tsv()), 0o644); err != nil {
+				t.Errorf("writing %s: %v", path, err)
+			}
+		}
 		for _, r := range table.results {
 			if r.violations > 0 || !r.finished {
 				t.Errorf("fault %q under %s: %d violations, finished %v", r.fault, r.strategy, r.violations, r.finished)
@@ -466,8 +503,12 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 	// apiserver through a proxy the test can cut.
 	operatorsBehindProxy(t)
 
+	only := regexp.MustCompile(os.Getenv(envChaosFaults))
 	plan := make([][]int, len(chaosStrategies)) // strategy → fault indices
 	for f := range chaosFaults {
+		if !only.MatchString(chaosFaults[f].name) {
+			continue
+		}
 		for run := range runs {
 			st := (f + run) % len(chaosStrategies)
 			plan[st] = append(plan[st], f)
@@ -607,6 +648,7 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 		r := &chaosRollout{s: s, st: st, rng: rng, short: short, next: next, from: version, scaled: &scaled}
 		res := chaosResult{fault: fault.name, strategy: st.name}
 		before := len(s.m.Violations())
+		_, restartsBefore := controlPlane.since(0)
 		start := time.Now()
 		func() {
 			// Recorded even when the rollout ends the test (a violation
@@ -616,6 +658,7 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 				res.took = time.Since(start)
 				table.add(res)
 			}()
+			defer r.noteControlPlaneRestarts(restartsBefore)
 			r.version = next()
 			t.Logf("rollout %s → %s under %q", r.from, r.version, fault.name)
 			r.pcs = s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
@@ -648,6 +691,19 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 		if err := s.m.Err(); err != nil {
 			t.Fatalf("after fault %q: %v", fault.name, err)
 		}
+	}
+}
+
+// noteControlPlaneRestarts notes the components the supervisor started
+// again since the n-th restart; one it could not start fails the test.
+func (r *chaosRollout) noteControlPlaneRestarts(n int) {
+	got, _ := controlPlane.since(n)
+	for _, x := range got {
+		if x.Err != nil {
+			r.s.t.Errorf("%s (pid %d) exited on its own and could not be started again: %v", x.Component, x.PID, x.Err)
+			continue
+		}
+		r.note("%s (pid %d) exited on its own at %s; the supervisor started it again", x.Component, x.PID, x.At.Format("15:04:05.000"))
 	}
 }
 
@@ -934,25 +990,9 @@ func injectPodRelabelled(r *chaosRollout) error {
 // waits until those pods are gone and adds the node back.
 func injectNodeDeleted(r *chaosRollout) error {
 	ctx := r.s.t.Context()
-	pods, err := listPods(ctx, r.s.ns)
+	node, onNode, err := r.pickNode(ctx)
 	if err != nil {
 		return err
-	}
-	onNode := map[string][]string{}
-	var nodes []string
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
-			continue
-		}
-		if onNode[p.Spec.NodeName] == nil {
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
-	}
-	slices.Sort(nodes)
-	node := pick(r.rng, nodes)
-	if node == nil {
-		return errors.New("no node runs a pod of the rollout")
 	}
 	for _, name := range onNode[*node] {
 		r.s.m.ExpectDeletion(name)
@@ -984,6 +1024,159 @@ func injectNodeDeleted(r *chaosRollout) error {
 	}
 	r.note("its pods gone %s after the node; node added back", time.Since(deleted).Round(100*time.Millisecond))
 	return testCluster.SetNodes(ctx, r.st.nodes)
+}
+
+// pickNode picks one of the nodes that run live pods of the rollout, and
+// returns the pods by node.
+func (r *chaosRollout) pickNode(ctx context.Context) (*string, map[string][]string, error) {
+	pods, err := listPods(ctx, r.s.ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	onNode := map[string][]string{}
+	var nodes []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		if onNode[p.Spec.NodeName] == nil {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
+	}
+	slices.Sort(nodes)
+	node := pick(r.rng, nodes)
+	if node == nil {
+		return nil, nil, errors.New("no node runs a pod of the rollout")
+	}
+	return node, onNode, nil
+}
+
+// kubeletNotReady is the node annotation that makes kwok report the node
+// NotReady (hack/dev/kwok.yaml, stage node-not-ready).
+const kubeletNotReady = "lockstep.dev/kubelet-not-ready"
+
+// setKubeletNotReady makes a node's kubelet report NotReady, or Ready again.
+func setKubeletNotReady(ctx context.Context, name string, notReady bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := testCluster.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(n.DeepCopy())
+		if notReady {
+			metav1.SetMetaDataAnnotation(&n.ObjectMeta, kubeletNotReady, "true")
+		} else {
+			delete(n.Annotations, kubeletNotReady)
+		}
+		return testCluster.Client.Patch(ctx, n, patch)
+	})
+}
+
+// injectNodeNotReady makes a node that runs pods of the rollout go NotReady,
+// as when its container runtime is down: kwok, playing its kubelet, reports
+// Ready=False, the node lifecycle controller taints it not-ready (NoSchedule,
+// and NoExecute, which the pods tolerate for 300 s), and the test reports the
+// node's pods unready, as that kubelet would (the node lifecycle controller
+// marks pods unready only when it loses a node's heartbeat, after a grace
+// period of minutes). The node stays so up to 5 s, then reports Ready again,
+// and the test reports the pods it took down Ready again (kwok plays no pod
+// that is already Running).
+func injectNodeNotReady(r *chaosRollout) (err error) {
+	ctx := r.s.t.Context()
+	node, onNode, err := r.pickNode(ctx)
+	if err != nil {
+		return err
+	}
+	if err := setKubeletNotReady(ctx, *node, true); err != nil {
+		return fmt.Errorf("making node %s NotReady: %w", *node, err)
+	}
+	given := false
+	defer func() {
+		// Never leave a node NotReady for the tests after.
+		if !given {
+			if e := setKubeletNotReady(context.Background(), *node, false); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	stopped := time.Now()
+	err = r.until("node "+*node+" to be NotReady and tainted", time.Minute, func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Node{}
+		if err := testCluster.Client.Get(ctx, client.ObjectKey{Name: *node}, n); err != nil {
+			return false, "", err
+		}
+		ready := nodeCondition(n, corev1.NodeReady)
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady && t.Effect == corev1.TaintEffectNoSchedule
+		})
+		return ready == corev1.ConditionFalse && tainted, fmt.Sprintf("Ready %q, taints %v", ready, n.Spec.Taints), nil
+	})
+	if err != nil {
+		return err
+	}
+	r.note("node %s (%d pod(s) of the rollout) NotReady and tainted %s after its kubelet was told to report so", *node,
+		len(onNode[*node]), time.Since(stopped).Round(100*time.Millisecond))
+	// The kubelet reports the node's pods unready for as long as the fault
+	// lasts, those kwok would still make Ready included.
+	down := map[string]bool{}
+	hold := time.Second + time.Duration(r.rng.Int64N(int64(4*time.Second)))
+	_ = r.until("the node's fault to end", hold, func(ctx context.Context) (bool, string, error) {
+		pods, err := listPods(ctx, r.s.ns)
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName != *node || p.DeletionTimestamp != nil || !isReady(&p) {
+				continue
+			}
+			if err := setPodReady(ctx, p.Name, r.s.ns, false); client.IgnoreNotFound(err) != nil {
+				return false, "", err
+			}
+			down[p.Name] = true
+		}
+		return false, fmt.Sprintf("%d pod(s) reported unready", len(down)), nil
+	})
+	names := slices.Sorted(maps.Keys(down))
+	r.note("%d pod(s) of the rollout on it reported unready for %s: %v", len(names), hold.Round(100*time.Millisecond), names)
+	given = true
+	if err := setKubeletNotReady(ctx, *node, false); err != nil {
+		return fmt.Errorf("making node %s Ready again: %w", *node, err)
+	}
+	err = r.until("node "+*node+" to be Ready again", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Node{}
+		if err := testCluster.Client.Get(ctx, client.ObjectKey{Name: *node}, n); err != nil {
+			return false, "", err
+		}
+		ready := nodeCondition(n, corev1.NodeReady)
+		return ready == corev1.ConditionTrue, fmt.Sprintf("Ready %q", ready), nil
+	})
+	if err != nil {
+		return err
+	}
+	back := 0
+	for _, name := range names {
+		err := setPodReady(ctx, name, r.s.ns, true)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reporting pod %s Ready again: %w", name, err)
+		default:
+			back++
+		}
+	}
+	r.note("node %s Ready again; %d of its %d unready pod(s) still there, reported Ready again", *node, back, len(names))
+	return nil
+}
+
+// nodeCondition is the status of one of a node's conditions ("" without it).
+func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // setPodReady sets the Ready and ContainersReady conditions of a pod (and its

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +31,33 @@ var testCluster *cluster.Cluster
 
 // The operator every test shares; restart tests kill and restart it.
 var testOperator *operator
+
+// controlPlane records the components the supervisor started again.
+var controlPlane restarts
+
+// restarts is the list of control-plane restarts so far.
+type restarts struct {
+	mu   sync.Mutex
+	list []cluster.Restart
+}
+
+func (r *restarts) record(x cluster.Restart) {
+	if x.Err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %s (pid %d) had exited; starting it again failed: %v\n", x.Component, x.PID, x.Err)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: %s (pid %d) had exited; started again\n", x.Component, x.PID)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, x)
+}
+
+// since returns the restarts from the n-th on, and how many there are.
+func (r *restarts) since(n int) ([]cluster.Restart, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.list[min(n, len(r.list)):]), len(r.list)
+}
 
 // Settings of the e2e cluster that tests rely on.
 const (
@@ -77,6 +106,23 @@ func runTests(m *testing.M) int {
 	}
 	testOperator = op
 	fmt.Fprintf(os.Stderr, "e2e: operator running, log %s\n", op.LogPath)
+	took, err := awaitGarbageCollector(ctx, c.Client)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		_ = op.stop()
+		_ = c.Stop(ctx)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: the garbage collector handles Lockstep's kinds (%s)\n", took.Round(100*time.Millisecond))
+
+	// A control-plane component that exits on its own is started again, as
+	// on a real node; the chaos suite's faults make the scheduler do so.
+	superviseCtx, stopSupervising := context.WithCancel(ctx)
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		c.Supervise(superviseCtx, time.Second, controlPlane.record)
+	}()
 
 	// kwokctl's processes outlive this one; on Ctrl-C or SIGTERM take them down
 	// instead of leaving them behind.
@@ -85,11 +131,15 @@ func runTests(m *testing.M) int {
 	go func() {
 		<-sig
 		fmt.Fprintln(os.Stderr, "e2e: interrupted, stopping the test cluster")
+		stopSupervising()
+		<-supervised
 		_ = c.Stop(context.Background())
 		os.Exit(1)
 	}()
 
 	code := m.Run()
+	stopSupervising()
+	<-supervised
 	if err := op.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: the operator stopped with an error: %v\n", err)
 		code = max(code, 1)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -67,7 +68,18 @@ type Cluster struct {
 	Scheme *runtime.Scheme
 
 	scripts string
+
+	// mu guards down and serialises starting components: the supervisor and
+	// a test may both want to.
+	mu sync.Mutex
+	// down holds the components a test killed on purpose; the supervisor
+	// leaves the control plane alone while any is down.
+	down map[string]bool
 }
+
+// Components are the control-plane processes kwokctl runs for a cluster, by
+// binary name.
+var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
 
 // Start deletes any leftover cluster of the same name and starts a fresh one.
 // It fails, rather than skipping, when the binaries are missing: CI must not
@@ -228,6 +240,14 @@ func (c *Cluster) KillComponent(component string) (int, error) {
 	if alive, _ := processAlive(pid); !alive {
 		return 0, fmt.Errorf("%s (pid %d) is not running", component, pid)
 	}
+	// Marked before the signal, so the supervisor never takes the kill for a
+	// crash.
+	c.mu.Lock()
+	if c.down == nil {
+		c.down = map[string]bool{}
+	}
+	c.down[component] = true
+	c.mu.Unlock()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return 0, fmt.Errorf("killing %s (pid %d): %w", component, pid, err)
 	}
@@ -263,9 +283,76 @@ func (c *Cluster) ComponentRunning(component string) (int, bool) {
 }
 
 // StartComponents starts every component that is not running (`kwokctl start
-// cluster`) and waits for the apiserver to serve.
+// cluster`) and waits for the apiserver to serve. Components killed on purpose
+// are no longer down on purpose.
 func (c *Cluster) StartComponents(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.down)
 	return c.run(ctx, "kwokctl.sh", "start", "cluster")
+}
+
+// Restart is one component the supervisor found dead and started again.
+type Restart struct {
+	Component string
+	// PID is the process that had exited, Err what starting it again gave.
+	PID int
+	Err error
+	At  time.Time
+}
+
+// Supervise does for the cluster's control plane what a kubelet does for
+// static pods: every interval, a component that exited on its own (not one
+// killed with KillComponent) is started again and reported. A real
+// kube-scheduler exits when it finds its cache corrupted, for example after
+// an apiserver restart, and counts on being restarted. It returns when ctx
+// ends.
+func (c *Cluster) Supervise(ctx context.Context, interval time.Duration, report func(Restart)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		for _, r := range c.restartDead(ctx) {
+			report(r)
+		}
+	}
+}
+
+// restartDead starts again the components that exited on their own, unless a
+// component is down on purpose (`kwokctl start cluster` would start that one
+// too).
+func (c *Cluster) restartDead(ctx context.Context) []Restart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.down) > 0 {
+		return nil
+	}
+	var dead []Restart
+	for _, component := range Components {
+		pid, err := c.ComponentPID(component)
+		if err != nil {
+			continue // kwokctl runs no such component here
+		}
+		if alive, err := processAlive(pid); err != nil || alive {
+			continue
+		}
+		// kwokctl would take the pid of an exited, unreaped process for a
+		// running component.
+		if err := os.Remove(filepath.Join(c.workdir(), "pids", component+".pid")); err != nil {
+			continue
+		}
+		dead = append(dead, Restart{Component: component, PID: pid, At: time.Now()})
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	err := c.run(ctx, "kwokctl.sh", "start", "cluster")
+	for i := range dead {
+		dead[i].Err = err
+	}
+	return dead
 }
 
 // processAlive reports whether pid is a process that has not exited: not
