@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/revision"
 )
 
 // Chaos tests: rollouts of every update strategy run under the invariant
@@ -239,10 +240,25 @@ func (r *chaosRollout) drive(ctx context.Context, o *observed) error {
 // PodCliques: a group replica's pod deleted alone comes back on the group
 // replica's template). Each deletion is announced to the monitor.
 func (r *chaosRollout) deleteOutdated(ctx context.Context, o *observed) error {
+	cliques, err := r.s.children(ctx)
+	if err != nil {
+		return err
+	}
+	// A pod is outdated when it runs another image, or when it does not carry
+	// its PodClique's template hash (another writer changed the label): a
+	// user reading each pod's revision label finds it so.
+	podHash := map[string]string{}
+	for i := range cliques {
+		if h, err := revision.PodTemplateHash(&cliques[i].Spec.Template); err == nil {
+			podHash[cliques[i].Name] = h
+		}
+	}
 	groups := map[string]bool{} // PodClique names of outdated group replicas
 	for i := range o.pods {
 		p := &o.pods[i]
-		if p.DeletionTimestamp != nil || imageTag(p) == r.version {
+		want, known := podHash[p.Labels[v1alpha1.LabelPodClique]]
+		relabelled := known && p.Labels[v1alpha1.LabelTemplateHash] != want
+		if p.DeletionTimestamp != nil || (imageTag(p) == r.version && !relabelled) {
 			continue
 		}
 		if p.Labels[v1alpha1.LabelPodCliqueScalingGroup] != "" {
@@ -256,10 +272,6 @@ func (r *chaosRollout) deleteOutdated(ctx context.Context, o *observed) error {
 	}
 	if len(groups) == 0 {
 		return nil
-	}
-	cliques, err := r.s.children(ctx)
-	if err != nil {
-		return err
 	}
 	for i := range cliques {
 		pc := &cliques[i]

@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/pods"
+	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -43,11 +44,15 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		}
 		return byIndex[idx]
 	}
+	podHash := map[string]string{} // live member PodClique → the hash its pods carry
 	for i := range cliques {
 		c := &cliques[i]
 		idx, err := strconv.Atoi(c.Labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex])
 		if err != nil {
 			continue
+		}
+		if h, err := revision.PodTemplateHash(&c.Spec.Template); err == nil && c.DeletionTimestamp == nil {
+			podHash[c.Name] = h
 		}
 		rep := replica(int32(idx))
 		rep.Revision = c.Labels[v1alpha1.LabelTemplateHash]
@@ -75,6 +80,14 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		if !known {
 			rep = replica(int32(idx))
 			rep.Terminating = true
+		}
+		// A member clique recreates only what is deleted, from the template it
+		// was made with, so a live pod without that template's hash has had
+		// its label changed by another writer. As a StatefulSet counts such a
+		// pod, its group replica is outdated: updated by the strategy, and
+		// under OnDelete waiting for the user to delete it.
+		if want, ok := podHash[p.Labels[v1alpha1.LabelPodClique]]; ok && !u.Terminating && u.Revision != want {
+			rep.Revision = u.Revision
 		}
 		clique := p.Labels[v1alpha1.LabelClique]
 		found := false

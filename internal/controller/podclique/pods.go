@@ -63,9 +63,13 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 
 // apply carries out a plan: deletes first (they free indices and budget), then
 // creates. Both are idempotent: a pod's name follows from its index and the pods
-// observed (naming.ReplacementPod), and deletes are conditional on the UID that
-// was observed. What it did is told in one Event per kind of change (see
-// podEvents), also when it stops at an error.
+// observed (naming.ReplacementPod), and deletes are conditional on the pod being
+// as it was observed (its UID and resourceVersion). The plan judged each pod
+// from the cache; a pod that changed since, say one that turned Ready after it
+// was taken for failed and so free to replace, must be judged again, not
+// deleted: the conflict ends the pass and the next one plans afresh. What it
+// did is told in one Event per kind of change (see podEvents), also when it
+// stops at an error.
 func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates) error {
 	var ev podEvents
 	defer ev.record(r.Recorder, pclq)
@@ -74,8 +78,8 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if pod == nil || pod.DeletionTimestamp != nil {
 			continue
 		}
-		uid := pod.UID
-		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		uid, rv := pod.UID, pod.ResourceVersion
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}
 		r.Expectations.Deleted(client.ObjectKeyFromObject(pclq), uid)

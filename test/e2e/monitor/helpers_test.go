@@ -184,6 +184,25 @@ func gone(p pod) step {
 	}
 }
 
+// deleteCliqueOf begins the deletion of the PodClique pod p belongs to, as the
+// operator's foreground delete does; the pods stay until the garbage
+// collector deletes them (del, gone).
+func deleteCliqueOf(p pod) step {
+	return func(w *world) {
+		w.now = w.now.Add(time.Second)
+		name := naming.PodClique(pcsName, int(p.replica), p.clique)
+		if p.group != "" {
+			name = naming.GroupPodClique(naming.ScalingGroup(pcsName, int(p.replica), p.group), int(p.groupReplica), p.clique)
+		}
+		pc := &v1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: p.labels("")}}
+		if _, known := w.rec.snap.cliques[name]; !known {
+			w.rec.observeClique(w.now, pc.DeepCopy(), true)
+		}
+		pc.DeletionTimestamp = new(metav1.NewTime(w.now))
+		w.rec.observeClique(w.now, pc, false)
+	}
+}
+
 // replace deletes a pod and creates it again at image, ready.
 func replace(p pod, image string) step {
 	return steps(del(p), gone(p), create(p, image), ready(p))

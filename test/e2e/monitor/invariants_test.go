@@ -129,6 +129,25 @@ func TestUnitsWithinSurge(t *testing.T) {
 			breaking: []step{create(gp(0, "model", 0, "worker", 2), "v1")},
 			want:     UnitsWithinSurge,
 		},
+		{
+			// The operator deletes a group replica's PodCliques once the surge
+			// replica is up; a fault takes the surge replica down before the
+			// garbage collector deletes the old pods. The deletion was judged
+			// when the PodCliques' began, not blamed on the operator later.
+			name: "a group replica's deletion is judged when its PodCliques' begins, not when the pods go",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:5],
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)), deleteCliqueOf(gp(0, "model", 0, "worker", 0)),
+				unready(gp(0, "model", 3, "worker", 1)),
+				downGroupReplica(0, "model", 0)),
+		},
+		{
+			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
+			spec:     groupSurge(),
+			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			want:     AvailabilityFloor,
+		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{
 			name:     "a second surge PCS replica breaks it",
@@ -227,6 +246,25 @@ func TestAvailabilityFloor(t *testing.T) {
 				announceGroupReplica(0, "model", 1), downGroupReplica(0, "model", 1),
 			},
 		},
+		{
+			// The operator deletes a group replica's PodCliques once the surge
+			// replica is up; a fault takes the surge replica down before the
+			// garbage collector deletes the old pods. The deletion was judged
+			// when the PodCliques' began, not blamed on the operator later.
+			name: "a group replica's deletion is judged when its PodCliques' begins, not when the pods go",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:5],
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)), deleteCliqueOf(gp(0, "model", 0, "worker", 0)),
+				unready(gp(0, "model", 3, "worker", 1)),
+				downGroupReplica(0, "model", 0)),
+		},
+		{
+			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
+			spec:     groupSurge(),
+			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			want:     AvailabilityFloor,
+		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{
 			name:     "ReplicaRecreate taking a replica down before the surge one is up breaks it",
@@ -290,6 +328,25 @@ func TestOneRevisionPerReplica(t *testing.T) {
 		return recreate(setSpec(2, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), "0", "1")
 	}
 	runScenarios(t, []scenario{
+		{
+			// The operator deletes a group replica's PodCliques once the surge
+			// replica is up; a fault takes the surge replica down before the
+			// garbage collector deletes the old pods. The deletion was judged
+			// when the PodCliques' began, not blamed on the operator later.
+			name: "a group replica's deletion is judged when its PodCliques' begins, not when the pods go",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:5],
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)), deleteCliqueOf(gp(0, "model", 0, "worker", 0)),
+				unready(gp(0, "model", 3, "worker", 1)),
+				downGroupReplica(0, "model", 0)),
+		},
+		{
+			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
+			spec:     groupSurge(),
+			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			want:     AvailabilityFloor,
+		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{
 			name: "a replica recreated whole holds, its old pods still terminating",

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,9 @@ type recorder struct {
 	// relistUntil.
 	watchLost   bool
 	relistUntil time.Time
+	// doomed are the pods (by name, with their creation time) of PodCliques
+	// being deleted: their deletion was judged when their PodClique's began.
+	doomed map[string]time.Time
 }
 
 func newRecorder(o Options, start time.Time) *recorder {
@@ -47,6 +51,7 @@ func newRecorder(o Options, start time.Time) *recorder {
 		specs:    specTracker{grace: o.SpecGrace, maxLag: o.MaxSpecLag},
 		timeline: newTimeline(start, o.TimelineSize),
 		missed:   map[string]podState{},
+		doomed:   map[string]time.Time{},
 	}
 }
 
@@ -61,6 +66,9 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 	if m, ok := r.missed[p.Name]; ok && !m.Created.Equal(p.Created) {
 		// a new pod of the name: the old one's deletion comes first
 		r.judgeMissedPod(now, p.Name)
+	}
+	if created, ok := r.doomed[p.Name]; ok && created.Equal(p.Created) {
+		p.Doomed = true
 	}
 	old, existed := r.snap.pods[p.Name]
 	after := r.snap.clone()
@@ -131,6 +139,7 @@ func (r *recorder) forgetPod(now time.Time, name, detail string) {
 	}
 	after := r.snap.clone()
 	delete(after.pods, name)
+	delete(r.doomed, name)
 	e := podEvent(now, PodDeleted, old)
 	if detail != "" {
 		e.Detail = detail
@@ -190,7 +199,38 @@ func (r *recorder) observeClique(now time.Time, pc *v1alpha1.PodClique, initial 
 	old, existed := r.snap.cliques[c.Name]
 	after := r.snap.clone()
 	after.cliques[c.Name] = c
-	r.process(now, after, childChanges(now, podCliqueKinds, old, existed, c, initial))
+	events := childChanges(now, podCliqueKinds, old, existed, c, initial)
+	if c.Terminating && (!existed || !old.Terminating) {
+		events = append(events, r.doom(now, after, c)...)
+	}
+	r.process(now, after, events)
+}
+
+// doom marks the live pods of a PodClique being deleted as going away and
+// returns their deletions, to be judged now. Deleting a PodClique is the
+// operator's act; the garbage collector deletes its pods later (up to half a
+// minute on a fresh cluster), when a fault may have taken other pods down
+// meanwhile: judging then would blame the operator for the fault. The pods'
+// own deletions later are recorded but not judged again.
+func (r *recorder) doom(now time.Time, after *snapshot, c childState) []Event {
+	var names []string
+	for name, p := range after.pods {
+		if p.cliqueKey == c.cliqueKey && !p.Terminating && !p.Doomed {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]Event, 0, len(names))
+	for _, name := range names {
+		p := after.pods[name]
+		p.Doomed = true
+		after.pods[name] = p
+		r.doomed[name] = p.Created
+		e := podEvent(now, PodDeleting, p)
+		e.Detail = "its PodClique " + c.Name + " is being deleted"
+		out = append(out, e)
+	}
+	return out
 }
 
 func (r *recorder) forgetClique(now time.Time, name string) {
@@ -296,13 +336,16 @@ func (r *recorder) process(now time.Time, after *snapshot, events []Event) {
 	}
 	before := r.snap
 	for _, ev := range events {
+		judged := true
 		if ev.Kind == PodDeleting || ev.Kind == PodDeleted {
-			if p, ok := before.pods[ev.Name]; ok && !p.Terminating {
+			if p, ok := before.pods[ev.Name]; ok && !p.Terminating && !p.Doomed {
 				ev.Announced = r.expected.claim(p)
 			}
+			// judged when its PodClique's deletion began (doom)
+			judged = !before.pods[ev.Name].Doomed
 		}
 		r.timeline.add(ev)
-		if !r.setGone && !now.Before(r.relistUntil) {
+		if judged && !r.setGone && !now.Before(r.relistUntil) {
 			r.record(r.check(now, before, after, ev))
 		}
 		r.hist.note(ev)

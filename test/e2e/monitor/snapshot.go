@@ -56,11 +56,15 @@ type podState struct {
 	// DeleteRequested is when the deletion was asked for: the deletionTimestamp
 	// minus the grace period. Zero while the pod is not terminating.
 	DeleteRequested time.Time
+	// Doomed: the pod's PodClique is being deleted, so the garbage collector
+	// will delete the pod; it is no longer available from that moment, when
+	// its deletion was decided and judged.
+	Doomed bool
 }
 
 // available is Deployment's notion: ready for minReadySeconds, and not going away.
 func (p podState) available(minReadySeconds int32, now time.Time) bool {
-	return !p.Terminating && !p.Finished && rollout.PodAvailable(p.Ready, p.ReadySince, minReadySeconds, now)
+	return !p.Terminating && !p.Doomed && !p.Finished && rollout.PodAvailable(p.Ready, p.ReadySince, minReadySeconds, now)
 }
 
 // childState is one PodClique or PodCliqueScalingGroup (Clique is "" and
