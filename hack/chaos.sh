@@ -21,17 +21,25 @@ echo "chaos: $procs run(s) side by side, each fault injected $runs time(s) per r
 go test -c -tags e2e -o "$out/e2e.test" ./test/e2e/
 pids=()
 for i in $(seq 0 $((procs - 1))); do
-	(
-		cd test/e2e
-		LOCKSTEP_E2E_SEED=$((seed + i)) LOCKSTEP_CHAOS_RUNS=$runs \
-			LOCKSTEP_E2E_CLUSTER=lockstep-chaos-$i LOCKSTEP_CHAOS_RESULTS="$PWD/../../$out/$i.tsv" \
-			exec "../../$out/e2e.test" -test.count=1 -test.timeout=150m -test.v \
-			-test.run '^TestChaos_RolloutsSurviveFaults$'
-	) >"$out/$i.log" 2>&1 &
-	pids+=("$!")
-	# Clusters started together race for the same free ports: the next one
-	# starts once this one's operator runs.
-	until grep -q 'e2e: operator running' "$out/$i.log" || ! kill -0 "${pids[$i]}" 2>/dev/null; do sleep 2; done
+	# A cluster started while the others are busy may not come up in time:
+	# up to three tries.
+	for try in 1 2 3; do
+		(
+			cd test/e2e
+			LOCKSTEP_E2E_SEED=$((seed + i)) LOCKSTEP_CHAOS_RUNS=$runs \
+				LOCKSTEP_E2E_CLUSTER=lockstep-chaos-$i LOCKSTEP_CHAOS_RESULTS="$PWD/../../$out/$i.tsv" \
+				exec "../../$out/e2e.test" -test.count=1 -test.timeout=150m -test.v \
+				-test.run '^TestChaos_RolloutsSurviveFaults$'
+		) >"$out/$i.log" 2>&1 &
+		pids[i]=$!
+		# Clusters started together race for the same free ports: the next
+		# one starts once this one's operator runs.
+		until grep -q 'e2e: operator running' "$out/$i.log" || ! kill -0 "${pids[$i]}" 2>/dev/null; do sleep 2; done
+		grep -q 'e2e: operator running' "$out/$i.log" && break
+		wait "${pids[$i]}" || true
+		echo "chaos: run $i did not start (try $try): $(grep 'e2e: cannot' "$out/$i.log" | head -1)"
+		cp "$out/$i.log" "$out/$i.start-$try.log"
+	done
 	echo "chaos: run $i (seed $((seed + i))) started, log $out/$i.log"
 done
 

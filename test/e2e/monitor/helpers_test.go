@@ -28,6 +28,14 @@ type world struct {
 	now  time.Time
 	pcs  *v1alpha1.PodCliqueSet
 	pods map[string]*corev1.Pod
+	// rv numbers the changes, as etcd does: every pod event and PodClique
+	// deletion takes the next one.
+	rv uint64
+}
+
+func (w *world) nextRV() string {
+	w.rv++
+	return fmt.Sprint(w.rv)
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -93,8 +101,17 @@ func (p pod) name() string {
 	return naming.Pod(naming.GroupPodClique(naming.ScalingGroup(pcsName, int(p.replica), p.group), int(p.groupReplica), p.clique), int(p.index))
 }
 
+// cliqueName is the name of the PodClique the pod belongs to.
+func (p pod) cliqueName() string {
+	if p.group == "" {
+		return naming.PodClique(pcsName, int(p.replica), p.clique)
+	}
+	return naming.GroupPodClique(naming.ScalingGroup(pcsName, int(p.replica), p.group), int(p.groupReplica), p.clique)
+}
+
 func (p pod) labels(image string) map[string]string {
 	l := map[string]string{
+		v1alpha1.LabelPodClique:                p.cliqueName(),
 		v1alpha1.LabelManagedBy:                v1alpha1.ManagedByValue,
 		v1alpha1.LabelPodCliqueSet:             pcsName,
 		v1alpha1.LabelPodCliqueSetReplicaIndex: fmt.Sprint(p.replica),
@@ -110,8 +127,11 @@ func (p pod) labels(image string) map[string]string {
 	return l
 }
 
+// observe delivers a pod's change, as the Monitor's pod handler does.
 func (w *world) observe(p *corev1.Pod) {
+	p.ResourceVersion = w.nextRV()
 	w.pods[p.Name] = p
+	w.rec.settleDooms(w.now, resourceVersion(p.ResourceVersion))
 	w.rec.observePod(w.now, p.DeepCopy(), false)
 }
 
@@ -180,6 +200,7 @@ func gone(p pod) step {
 	return func(w *world) {
 		w.now = w.now.Add(time.Second)
 		delete(w.pods, p.name())
+		w.rec.settleDooms(w.now, resourceVersion(w.nextRV()))
 		w.rec.forgetPod(w.now, p.name(), "")
 	}
 }
@@ -187,19 +208,44 @@ func gone(p pod) step {
 // deleteCliqueOf begins the deletion of the PodClique pod p belongs to, as the
 // operator's foreground delete does; the pods stay until the garbage
 // collector deletes them (del, gone).
-func deleteCliqueOf(p pod) step {
+func deleteCliqueOf(p pod) step { return deleteCliqueAhead(p, 0) }
+
+// deleteCliqueAhead is deleteCliqueOf seen by the monitor before the pod
+// watch delivered the ahead pod changes made before the deletion: those come
+// in the steps after it.
+func deleteCliqueAhead(p pod, ahead uint64) step {
 	return func(w *world) {
 		w.now = w.now.Add(time.Second)
-		name := naming.PodClique(pcsName, int(p.replica), p.clique)
-		if p.group != "" {
-			name = naming.GroupPodClique(naming.ScalingGroup(pcsName, int(p.replica), p.group), int(p.groupReplica), p.clique)
-		}
+		name := p.cliqueName()
 		pc := &v1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: p.labels("")}}
 		if _, known := w.rec.snap.cliques[name]; !known {
 			w.rec.observeClique(w.now, pc.DeepCopy(), true)
 		}
 		pc.DeletionTimestamp = new(metav1.NewTime(w.now))
+		pc.ResourceVersion = fmt.Sprint(w.rv + ahead + 1)
 		w.rec.observeClique(w.now, pc, false)
+	}
+}
+
+// removeCliqueOf deletes the PodClique pod p belongs to in the background, as
+// another writer's plain delete does: it is gone at once, its pods stay until
+// the garbage collector deletes them.
+func removeCliqueOf(p pod) step {
+	return func(w *world) {
+		w.now = w.now.Add(time.Second)
+		name := p.cliqueName()
+		if _, known := w.rec.snap.cliques[name]; !known {
+			w.rec.observeClique(w.now, &v1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: p.labels("")}}, true)
+		}
+		w.rec.forgetClique(w.now, name, w.nextRV())
+	}
+}
+
+// announceClique is the test's ExpectDeletionOf a PodClique's pods.
+func announceClique(p pod) step {
+	return func(w *world) {
+		sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodClique: p.cliqueName()})
+		w.rec.announce(w.now, expectedDeletion{selector: sel}, sel.String())
 	}
 }
 

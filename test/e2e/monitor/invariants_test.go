@@ -142,11 +142,35 @@ func TestUnitsWithinSurge(t *testing.T) {
 				downGroupReplica(0, "model", 0)),
 		},
 		{
+			// The PodClique watch ran ahead of the pod watch: the surge
+			// replica's pods turned Ready before the deletion, and the
+			// monitor hears of that after it. It judges the deletion once the
+			// pod watch has passed it.
+			name: "a PodClique deletion seen before the pod changes made ahead of it is judged after them",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2")),
+				deleteCliqueAhead(gp(0, "model", 0, "leader", 0), 3),
+				eachPod(inGroupReplica(0, "model", 3), ready),
+				del(gp(0, "model", 0, "leader", 0))),
+		},
+		{
 			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
 			spec:     groupSurge(),
 			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
-			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0)), del(gp(0, "model", 0, "leader", 0))},
 			want:     AvailabilityFloor,
+		},
+		{
+			// Another writer deletes a member PodClique in the background (it
+			// goes at once, its pods later); the operator then deletes the rest
+			// of that group replica, which is no longer whole: that costs
+			// nothing.
+			name: "a group replica that lost a PodClique to another writer is deleted freely",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:3],
+				announceClique(gp(0, "model", 0, "worker", 0)), removeCliqueOf(gp(0, "model", 0, "worker", 0)),
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)),
+				downGroupReplica(0, "model", 0)),
 		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{
@@ -259,11 +283,35 @@ func TestAvailabilityFloor(t *testing.T) {
 				downGroupReplica(0, "model", 0)),
 		},
 		{
+			// The PodClique watch ran ahead of the pod watch: the surge
+			// replica's pods turned Ready before the deletion, and the
+			// monitor hears of that after it. It judges the deletion once the
+			// pod watch has passed it.
+			name: "a PodClique deletion seen before the pod changes made ahead of it is judged after them",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2")),
+				deleteCliqueAhead(gp(0, "model", 0, "leader", 0), 3),
+				eachPod(inGroupReplica(0, "model", 3), ready),
+				del(gp(0, "model", 0, "leader", 0))),
+		},
+		{
 			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
 			spec:     groupSurge(),
 			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
-			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0)), del(gp(0, "model", 0, "leader", 0))},
 			want:     AvailabilityFloor,
+		},
+		{
+			// Another writer deletes a member PodClique in the background (it
+			// goes at once, its pods later); the operator then deletes the rest
+			// of that group replica, which is no longer whole: that costs
+			// nothing.
+			name: "a group replica that lost a PodClique to another writer is deleted freely",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:3],
+				announceClique(gp(0, "model", 0, "worker", 0)), removeCliqueOf(gp(0, "model", 0, "worker", 0)),
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)),
+				downGroupReplica(0, "model", 0)),
 		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{
@@ -341,11 +389,35 @@ func TestOneRevisionPerReplica(t *testing.T) {
 				downGroupReplica(0, "model", 0)),
 		},
 		{
+			// The PodClique watch ran ahead of the pod watch: the surge
+			// replica's pods turned Ready before the deletion, and the
+			// monitor hears of that after it. It judges the deletion once the
+			// pod watch has passed it.
+			name: "a PodClique deletion seen before the pod changes made ahead of it is judged after them",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2")),
+				deleteCliqueAhead(gp(0, "model", 0, "leader", 0), 3),
+				eachPod(inGroupReplica(0, "model", 3), ready),
+				del(gp(0, "model", 0, "leader", 0))),
+		},
+		{
 			name:     "deleting a group replica's PodClique before the surge replica is up breaks it",
 			spec:     groupSurge(),
 			steps:    append(groupSurgeRollout()[:4], eachPod(inGroupReplica(0, "model", 3), at("v2"))),
-			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0))},
+			breaking: []step{deleteCliqueOf(gp(0, "model", 0, "leader", 0)), del(gp(0, "model", 0, "leader", 0))},
 			want:     AvailabilityFloor,
+		},
+		{
+			// Another writer deletes a member PodClique in the background (it
+			// goes at once, its pods later); the operator then deletes the rest
+			// of that group replica, which is no longer whole: that costs
+			// nothing.
+			name: "a group replica that lost a PodClique to another writer is deleted freely",
+			spec: groupSurge(),
+			steps: append(groupSurgeRollout()[:3],
+				announceClique(gp(0, "model", 0, "worker", 0)), removeCliqueOf(gp(0, "model", 0, "worker", 0)),
+				deleteCliqueOf(gp(0, "model", 0, "leader", 0)),
+				downGroupReplica(0, "model", 0)),
 		},
 		{name: "ReplicaRecreate with a surge replica holds", spec: recreateWithSurge(), steps: recreateWithSurgeRollout()},
 		{

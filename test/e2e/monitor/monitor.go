@@ -266,12 +266,20 @@ func (m *Monitor) podHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				m.locked(func(r *recorder, now time.Time) { r.observePod(now, p, initial) })
+				m.locked(func(r *recorder, now time.Time) {
+					if !initial { // a list hands pods over in no order
+						r.settleDooms(now, resourceVersion(p.ResourceVersion))
+					}
+					r.observePod(now, p, initial)
+				})
 			}
 		},
 		UpdateFunc: func(_, obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				m.locked(func(r *recorder, now time.Time) { r.observePod(now, p, false) })
+				m.locked(func(r *recorder, now time.Time) {
+					r.settleDooms(now, resourceVersion(p.ResourceVersion))
+					r.observePod(now, p, false)
+				})
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -282,7 +290,10 @@ func (m *Monitor) podHandler() toolscache.ResourceEventHandler {
 				return
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
-				m.locked(func(r *recorder, now time.Time) { r.forgetPod(now, p.Name, "") })
+				m.locked(func(r *recorder, now time.Time) {
+					r.settleDooms(now, resourceVersion(p.ResourceVersion))
+					r.forgetPod(now, p.Name, "")
+				})
 			}
 		},
 	}
@@ -318,7 +329,7 @@ func (m *Monitor) cliqueHandler() toolscache.ResourceEventHandler {
 		},
 		DeleteFunc: func(obj any) {
 			if c, ok := unwrap(obj).(*v1alpha1.PodClique); ok {
-				m.locked(func(r *recorder, now time.Time) { r.forgetClique(now, c.Name) })
+				m.locked(func(r *recorder, now time.Time) { r.forgetClique(now, c.Name, c.ResourceVersion) })
 			}
 		},
 	}

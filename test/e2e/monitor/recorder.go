@@ -3,6 +3,7 @@ package monitor
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,18 @@ type recorder struct {
 	// doomed are the pods (by name, with their creation time) of PodCliques
 	// being deleted: their deletion was judged when their PodClique's began.
 	doomed map[string]time.Time
+	// pending are PodCliques whose deletion the PodClique watch delivered
+	// before the pod watch reached it, in the order seen; podRV is the newest
+	// resourceVersion the pod watch delivered (see settleDooms).
+	pending []pendingDoom
+	podRV   uint64
+}
+
+// pendingDoom is a PodClique being deleted whose pods wait to be judged until
+// the pod watch has delivered every change made before the deletion (rv).
+type pendingDoom struct {
+	clique childState
+	rv     uint64
 }
 
 func newRecorder(o Options, start time.Time) *recorder {
@@ -201,9 +214,50 @@ func (r *recorder) observeClique(now time.Time, pc *v1alpha1.PodClique, initial 
 	after.cliques[c.Name] = c
 	events := childChanges(now, podCliqueKinds, old, existed, c, initial)
 	if c.Terminating && (!existed || !old.Terminating) {
-		events = append(events, r.doom(now, after, c)...)
+		events = append(events, r.beginDoom(now, after, c, pc.ResourceVersion)...)
 	}
 	r.process(now, after, events)
+}
+
+// beginDoom dooms the pods of a PodClique whose deletion began (at
+// resourceVersion rv): at once, or, when the pod watch has not passed rv yet,
+// once it has. The two watches do not keep time with each other, and the
+// pods as they were when the deletion began are known only then.
+func (r *recorder) beginDoom(now time.Time, after *snapshot, c childState, rv string) []Event {
+	if n := resourceVersion(rv); n > r.podRV {
+		r.pending = append(r.pending, pendingDoom{clique: c, rv: n})
+		return nil
+	}
+	return r.doom(now, after, c)
+}
+
+// settleDooms is told of every event of the pod watch (resourceVersion rv,
+// before the event itself is recorded). The pod watch delivers changes in
+// the order they were made, so the PodClique deletions made before rv are
+// judged now, against the pods as they were when each was made. Like every
+// resourceVersion comparison here, it relies on one etcd numbering the
+// changes of pods and PodCliques alike, as the test clusters do.
+func (r *recorder) settleDooms(now time.Time, rv uint64) {
+	if rv == 0 {
+		return
+	}
+	for len(r.pending) > 0 && r.pending[0].rv <= rv {
+		d := r.pending[0]
+		r.pending = r.pending[1:]
+		after := r.snap.clone()
+		r.process(now, after, r.doom(now, after, d.clique))
+	}
+	r.podRV = max(r.podRV, rv)
+}
+
+// resourceVersion reads a resourceVersion as the number etcd made it; 0 when
+// it is not one.
+func resourceVersion(s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // doom marks the live pods of a PodClique being deleted as going away and
@@ -233,14 +287,21 @@ func (r *recorder) doom(now time.Time, after *snapshot, c childState) []Event {
 	return out
 }
 
-func (r *recorder) forgetClique(now time.Time, name string) {
+// forgetClique records that a PodClique is gone (at resourceVersion rv). One
+// deleted in the background goes at once, before its pods: they are doomed
+// then, as for a foreground deletion.
+func (r *recorder) forgetClique(now time.Time, name, rv string) {
 	old, ok := r.snap.cliques[name]
 	if !ok {
 		return
 	}
 	after := r.snap.clone()
 	delete(after.cliques, name)
-	r.process(now, after, []Event{childEvent(now, PodCliqueDeleted, old, "")})
+	events := []Event{childEvent(now, PodCliqueDeleted, old, "")}
+	if !old.Terminating {
+		events = append(events, r.beginDoom(now, after, old, rv)...)
+	}
+	r.process(now, after, events)
 }
 
 func (r *recorder) observeGroup(now time.Time, g *v1alpha1.PodCliqueScalingGroup, initial bool) {
