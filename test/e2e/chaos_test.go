@@ -671,6 +671,10 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 				table.add(res)
 			}()
 			defer r.noteControlPlaneRestarts(restartsBefore)
+			// A fault that ends the test half way (a broken invariant while
+			// it holds) is still cleared, or every later scene runs without a
+			// scheduler or behind a cut connection.
+			defer clearFaults(t)
 			r.version = next()
 			t.Logf("rollout %s → %s under %q", r.from, r.version, fault.name)
 			r.pcs = s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
@@ -703,6 +707,20 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 		if err := s.m.Err(); err != nil {
 			t.Fatalf("after fault %q: %v", fault.name, err)
 		}
+	}
+}
+
+// clearFaults starts again the components a fault killed and restores the
+// operator's connection; both are no-ops when the fault cleared itself.
+func clearFaults(t *testing.T) {
+	if chaosProxy != nil {
+		chaosProxy.Restore()
+	}
+	started, err := testCluster.StartKilled(context.Background())
+	if err != nil {
+		t.Errorf("starting the components a fault killed: %v", err)
+	} else if started {
+		t.Logf("  a component the fault killed was still down; started again")
 	}
 }
 

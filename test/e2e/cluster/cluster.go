@@ -292,6 +292,18 @@ func (c *Cluster) StartComponents(ctx context.Context) error {
 	return c.run(ctx, "kwokctl.sh", "start", "cluster")
 }
 
+// StartKilled starts the components killed on purpose and not started again
+// yet, if any, and reports whether there were some.
+func (c *Cluster) StartKilled(ctx context.Context) (bool, error) {
+	c.mu.Lock()
+	killed := len(c.down) > 0
+	c.mu.Unlock()
+	if !killed {
+		return false, nil
+	}
+	return true, c.StartComponents(ctx)
+}
+
 // Restart is one component the supervisor found dead and started again.
 type Restart struct {
 	Component string
