@@ -211,7 +211,11 @@ func (r *chaosRollout) step(ctx context.Context) (bool, string, error) {
 		return false, "", err
 	}
 	d := o.layout.diff(r.want())
-	return d == "" && o.settled(), o.describe() + "differences: " + d, nil
+	// Done once nothing is terminating either: a pod scaled in (say after
+	// another writer's edit was put back) still moves the status, and the
+	// end check reads it afresh.
+	terminating := slices.ContainsFunc(o.pods, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+	return d == "" && o.settled() && !terminating, o.describe() + "differences: " + d, nil
 }
 
 // drive is the test's part of a rollout: under a partition it lowers the
