@@ -188,7 +188,11 @@ func podChanges(now time.Time, old podState, existed bool, p podState, initial b
 		out = append(out, e)
 	}
 	if !old.Terminating && p.Terminating {
-		out = append(out, podEvent(now, PodDeleting, p))
+		e := podEvent(now, PodDeleting, p)
+		if p.Grace != nil {
+			e.Detail = fmt.Sprintf("grace %ds", *p.Grace)
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -56,6 +56,10 @@ type podState struct {
 	// DeleteRequested is when the deletion was asked for: the deletionTimestamp
 	// minus the grace period. Zero while the pod is not terminating.
 	DeleteRequested time.Time
+	// Grace is the deletion's grace period, once the pod is terminating: the
+	// operator and the garbage collector delete with the pod's own, a node
+	// agent with 0 (the timeline shows it, to tell deleters apart).
+	Grace *int64
 	// Doomed: the pod's PodClique is being deleted, so the garbage collector
 	// will delete the pod; it is no longer available from that moment, when
 	// its deletion was decided and judged.
@@ -216,6 +220,7 @@ func podStateOf(pod *corev1.Pod) (podState, error) {
 	}
 	if pod.DeletionTimestamp != nil {
 		p.DeleteRequested = deletionRequested(pod.ObjectMeta)
+		p.Grace = pod.DeletionGracePeriodSeconds
 	}
 	return p, nil
 }
