@@ -187,7 +187,8 @@ func podChanges(now time.Time, old podState, existed bool, p podState, initial b
 		e.Detail = fmt.Sprintf("was hash %s revision %s", old.TemplateHash, old.SetRevision)
 		out = append(out, e)
 	}
-	if !old.Terminating && p.Terminating {
+	// A doomed pod's deletion was recorded when its PodClique's began.
+	if !old.Terminating && p.Terminating && !p.Doomed {
 		e := podEvent(now, PodDeleting, p)
 		if p.Grace != nil {
 			e.Detail = fmt.Sprintf("grace %ds", *p.Grace)
