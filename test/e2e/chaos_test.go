@@ -36,16 +36,18 @@ import (
 // Chaos tests: rollouts of every update strategy run under the invariant
 // monitor while the world around the operator breaks: the apiserver or etcd
 // restarts, the scheduler is gone, another writer edits or deletes what the
-// operator made, a node goes with pods on it, new pods crash, the operator's
-// connection to the apiserver is cut, and the spec changes while a fault is
-// active. Each fault is injected at a seeded random moment of a rollout
-// (crashRand, LOCKSTEP_E2E_SEED), checked to have taken effect, and cleared;
-// then the rollout must finish with no invariant ever broken.
+// operator made, a node goes with pods on it or turns NotReady, new pods
+// crash, the operator's connection to the apiserver is cut, and the spec
+// changes while a fault is active. Each fault is injected at a seeded random
+// moment of a rollout (crashRand, LOCKSTEP_E2E_SEED), checked to have taken
+// effect, and cleared; then the rollout must finish with no invariant ever
+// broken.
 //
 // LOCKSTEP_CHAOS_RUNS is how many times each fault is injected. Run r of
 // fault f goes to strategy (f+r) mod the number of strategies, so 1 spreads
-// the faults over the strategies (the short version, a few minutes) and 5
-// (`make chaos`) injects every fault into every strategy. A control-plane
+// the faults over the strategies (the short version, in make test-e2e) and 5
+// injects every fault into every strategy once; `make chaos` runs five such
+// runs side by side with five seeds (hack/chaos.sh). A control-plane
 // component that exits on its own meanwhile (the kube-scheduler does, on a
 // corrupted cache after an apiserver restart) is started again by the
 // supervisor TestMain runs, and the rollout's notes say so.
