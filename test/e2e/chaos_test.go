@@ -1190,16 +1190,9 @@ func injectNodeNotReady(r *chaosRollout) (err error) {
 	if err != nil {
 		return err
 	}
-	back := 0
-	for _, name := range names {
-		err := setPodReady(ctx, name, r.s.ns, true)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("reporting pod %s Ready again: %w", name, err)
-		default:
-			back++
-		}
+	back, err := readyAgain(ctx, r.s.ns, names)
+	if err != nil {
+		return err
 	}
 	r.note("node %s Ready again; %d of its %d unready pod(s) still there, reported Ready again", *node, back, len(names))
 	return nil
@@ -1213,6 +1206,23 @@ func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionS
 		}
 	}
 	return ""
+}
+
+// readyAgain reports the named pods Ready again, as their kubelet would once
+// probes pass, and counts those still there (the others were replaced).
+func readyAgain(ctx context.Context, ns string, names []string) (int, error) {
+	n := 0
+	for _, name := range names {
+		err := setPodReady(ctx, name, ns, true)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return n, fmt.Errorf("making pod %s Ready again: %w", name, err)
+		default:
+			n++
+		}
+	}
+	return n, nil
 }
 
 // setPodReady sets the Ready and ContainersReady conditions of a pod (and its
@@ -1285,16 +1295,9 @@ func injectCrash(rollback bool) func(r *chaosRollout) error {
 			}
 		}
 		r.hold(3*time.Second + time.Duration(r.rng.Int64N(int64(3*time.Second))))
-		recovered := 0
-		for _, name := range victims {
-			err := setPodReady(ctx, name, r.s.ns, true)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("making pod %s Ready again: %w", name, err)
-			default:
-				recovered++
-			}
+		recovered, err := readyAgain(ctx, r.s.ns, victims)
+		if err != nil {
+			return err
 		}
 		r.note("%d of %d Ready again (the others were replaced meanwhile)", recovered, len(victims))
 		return nil
