@@ -4,8 +4,10 @@
 # (LOCKSTEP_E2E_SEED + i), each injecting every fault CHAOS_RUNS times. With
 # the defaults (5 x 5) every fault goes into every strategy 5 times. The runs'
 # tables are added up into one at the end; the logs stay in .dev/chaos/.
+# The operators log at debug level (every plan with its inputs) unless
+# LOCKSTEP_E2E_OPERATOR_LOG_LEVEL says otherwise.
 # Environment: LOCKSTEP_BIN (required), CHAOS_PROCS, CHAOS_RUNS,
-# LOCKSTEP_E2E_SEED.
+# LOCKSTEP_E2E_SEED, LOCKSTEP_CHAOS_FAULTS, LOCKSTEP_E2E_OPERATOR_LOG_LEVEL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +28,7 @@ for i in $(seq 0 $((procs - 1))); do
 	for try in 1 2 3; do
 		(
 			cd test/e2e
-			LOCKSTEP_E2E_SEED=$((seed + i)) LOCKSTEP_CHAOS_RUNS=$runs \
+			LOCKSTEP_E2E_SEED=$((seed + i)) LOCKSTEP_CHAOS_RUNS=$runs LOCKSTEP_E2E_OPERATOR_LOG_LEVEL=${LOCKSTEP_E2E_OPERATOR_LOG_LEVEL:-debug} \
 				LOCKSTEP_E2E_CLUSTER=lockstep-chaos-$i LOCKSTEP_CHAOS_RESULTS="$PWD/../../$out/$i.tsv" \
 				exec "../../$out/e2e.test" -test.count=1 -test.timeout=150m -test.v \
 				-test.run '^TestChaos_RolloutsSurviveFaults$'

@@ -15,7 +15,7 @@ type logOptions struct {
 }
 
 func (o *logOptions) bind(f *pflag.FlagSet) {
-	f.StringVar(&o.level, "log-level", "info", "Log level: error, info, or debug (debug adds every plan's summary).")
+	f.StringVar(&o.level, "log-level", "info", "Log level: error, info, or debug (debug adds every plan's summary and inputs).")
 	f.StringVar(&o.format, "log-format", "text", "Log format: text (one readable line per entry) or json.")
 }
 

@@ -625,6 +625,33 @@ func PodAvailable(ready bool, readySince time.Time, minReadySeconds int32, now t
 	return !readySince.IsZero() && !now.Before(readySince.Add(time.Duration(minReadySeconds)*time.Second))
 }
 
+// Inputs are what a level plan was made from, as key/value pairs for a debug
+// log line: the policy's sizes and revisions, and each unit as
+// index@revision with its state (s scheduled, r ready, a available, t
+// terminating, + surge). With them a surprising plan can be replayed.
+func Inputs(p Policy, units []Unit) []any {
+	maxUpdated := "none"
+	if p.MaxUpdated != nil {
+		maxUpdated = fmt.Sprint(*p.MaxUpdated)
+	}
+	policy := fmt.Sprintf("%s replicas=%d maxSurge=%s maxUnavailable=%s maxUpdated=%s partition=%d update=%s current=%s replaceWhileTerminating=%t",
+		p.Type, p.Replicas, p.MaxSurge.String(), p.MaxUnavailable.String(), maxUpdated, p.Partition, p.UpdateRevision, p.CurrentRevision, p.ReplaceWhileTerminating)
+	us := make([]string, 0, len(units))
+	for _, u := range units {
+		state := ""
+		for _, f := range []struct {
+			on bool
+			c  string
+		}{{u.Scheduled, "s"}, {u.Ready, "r"}, {u.Available, "a"}, {u.Terminating, "t"}, {u.Surge, "+"}} {
+			if f.on {
+				state += f.c
+			}
+		}
+		us = append(us, fmt.Sprintf("%d@%s:%s", u.Index, u.Revision, state))
+	}
+	return []any{"policy", policy, "units", us}
+}
+
 // Summary is the plan as key/value pairs for a log line: what it creates and
 // deletes (index and reason) and the counts it reports.
 func (p LevelPlan) Summary() []any {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -616,5 +618,23 @@ func TestPlanLevel_AHugeMaxSurgeAllocatesByTheUnitsNotTheLimit(t *testing.T) {
 	}
 	if len(plan.Creates) != 3 {
 		t.Fatalf("creates %+v, want a surge unit for each of the 3 outdated units", plan.Creates)
+	}
+}
+
+// The debug line of a plan carries what it was made from, so that a
+// surprising plan seen in a log can be replayed.
+func TestInputs_NameThePolicyAndEachUnitsState(t *testing.T) {
+	p := Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: 2, MaxSurge: intstr.FromInt(1), MaxUnavailable: intstr.FromInt(0),
+		MaxUpdated: ptr.To[int32](1), UpdateRevision: "new", CurrentRevision: "old"}
+	got := Inputs(p, []Unit{
+		{Index: 0, Revision: "old", Terminating: true},
+		{Index: 2, Revision: "new", Surge: true, Scheduled: true, Ready: true, Available: true},
+	})
+	want := []any{
+		"policy", "RollingUpdate replicas=2 maxSurge=1 maxUnavailable=0 maxUpdated=1 partition=0 update=new current=old replaceWhileTerminating=false",
+		"units", []string{"0@old:t", "2@new:sra+"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Inputs = %#v, want %#v", got, want)
 	}
 }

@@ -798,8 +798,42 @@ func injectComponentRestart(component string) func(r *chaosRollout) error {
 			return fmt.Errorf("%s did not come back (pid %d, running %v)", component, newPID, running)
 		}
 		r.note("%s back as pid %d, ready %s after the kill", component, newPID, time.Since(killed).Round(100*time.Millisecond))
+		n, err := showStuckPodsToKwok(ctx, r.s.ns, killed)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			r.note("%d pod(s) bound before the outage and not Ready shown to kwok again", n)
+		}
 		return nil
 	}
+}
+
+// showStuckPodsToKwok touches an annotation of each pod of ns bound before
+// outage that is not Ready, so that kwok plays its stages again. kwok drops
+// a pod's pending stage when the apiserver fails the stage's write (seen in
+// the full suite: a pod bound just before etcd went down never turned Ready),
+// where a kubelet would retry its status update. Touching a pod whose stage
+// is still pending only starts its delay again.
+func showStuckPodsToKwok(ctx context.Context, ns string, outage time.Time) (int, error) {
+	var pods corev1.PodList
+	if err := testCluster.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || isReady(p) || !p.CreationTimestamp.Time.Before(outage) {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "lockstep.dev/chaos-shown-to-kwok", time.Now().UTC().Format(time.RFC3339Nano))
+		if err := testCluster.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+			return n, fmt.Errorf("touching pod %s: %w", p.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // injectSchedulerOutage kills kube-scheduler for 20s (5s in the short

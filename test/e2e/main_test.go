@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -145,6 +146,16 @@ func runTests(m *testing.M) int {
 		code = max(code, 1)
 	}
 	fmt.Fprintf(os.Stderr, "e2e: operator: %s\n", op.summary())
+	if code != 0 {
+		// Deleting the cluster deletes its logs; a failure needs them (which
+		// component deleted a pod, when the scheduler came back).
+		dst := filepath.Join(c.DevDir, "failed-run-logs")
+		if err := c.SaveLogs(dst); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: cannot keep the control plane's logs: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "e2e: the control plane's logs are in %s\n", dst)
+		}
+	}
 	if err := c.Stop(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cannot stop the test cluster: %v\n", err)
 		if code == 0 {

@@ -105,6 +105,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// envOperatorLogLevel is the operators' --log-level (info when unset); make
+// chaos sets debug, so that a violation's log holds every plan's inputs.
+const envOperatorLogLevel = "LOCKSTEP_E2E_OPERATOR_LOG_LEVEL"
+
 // start runs the operator and waits until its webhooks answer through the
 // apiserver, so that the next write a test makes is admitted by this run.
 func (o *operator) start(ctx context.Context) error {
@@ -124,6 +128,9 @@ func (o *operator) start(ctx context.Context) error {
 		"--webhook-cert-dir", o.certDir, "--webhook-port", strconv.Itoa(o.webhookPort),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(o.metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(o.probePort)}
+	if level := os.Getenv(envOperatorLogLevel); level != "" {
+		args = append(args, "--log-level", level)
+	}
 	if o.serveOnly {
 		args = append(args, "--cert-secret=") // no rotator: the certificates are in certDir
 	} else {

@@ -54,7 +54,7 @@ func newScene(t *testing.T, nodes int, pcs *v1alpha1.PodCliqueSet) *scene {
 	s := &scene{t: t, ns: newNamespace(t, pcs.Name), name: pcs.Name}
 	t.Cleanup(s.tearDown)
 	s.watched = time.Now()
-	s.m = monitor.Options{PollInterval: 200 * time.Millisecond}.Start(ctx, t, testCluster.RESTConfig, s.ns, s.name)
+	s.m = monitor.Options{PollInterval: 200 * time.Millisecond, DeletedByNodeAgent: kwokDeleted(s.ns)}.Start(ctx, t, testCluster.RESTConfig, s.ns, s.name)
 	pcs = pcs.DeepCopy()
 	pcs.Namespace = s.ns
 	if err := admit(ctx, pcs, nil); err != nil {
@@ -65,6 +65,35 @@ func newScene(t *testing.T, nodes int, pcs *v1alpha1.PodCliqueSet) *scene {
 		t.Fatalf("create PodCliqueSet %s: %v", pcs.Name, err)
 	}
 	return s
+}
+
+// kwokDeleted asks kwok's log whether kwok deleted a pod of ns on its own: a
+// "Delete pod" of its name after the pod was made and within half a second
+// before the monitor saw the deletion (or just after: kwok logs once its
+// request has returned). kwok finishes a deletion by deleting the pod's name with grace 0
+// and no UID precondition, from a job that can outlive the pod it was made
+// for: when a new pod has taken the name, kwok deletes it (where a kubelet
+// deletes by UID). The operator never deletes through kwok, and kwok's own
+// finishing delete of the operator's, and of the pod that had the name
+// before, come a delete delay (1 s) after the delete they finish.
+func kwokDeleted(ns string) func(pod string, created, seen time.Time) (string, bool) {
+	return func(pod string, created, seen time.Time) (string, bool) {
+		from := seen.Add(-500 * time.Millisecond)
+		if created.After(from) {
+			from = created
+		}
+		// the log line may trail the watch event by a few milliseconds
+		for deadline := time.Now().Add(500 * time.Millisecond); ; {
+			at, ok, err := testCluster.KwokDeletedPod(ns, pod, from, seen.Add(300*time.Millisecond))
+			if err == nil && ok {
+				return fmt.Sprintf("kwok deleted it on its own (its log: Delete pod %s/%s at %s)", ns, pod, at.Format("15:04:05.000")), true
+			}
+			if err != nil || time.Now().After(deadline) {
+				return "", false
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 func (s *scene) tearDown() {

@@ -50,7 +50,10 @@ func objectKeys(prefix string, o runtime.Object) []any {
 	return []any{prefix, m.GetNamespace() + "/" + m.GetName(), prefix + "Kind", kind}
 }
 
-// Plan logs what a plan decided, at debug level (--log-level debug).
-func Plan(ctx context.Context, summary []any) {
-	log.FromContext(ctx).V(1).Info("plan", summary...)
+// Plan logs what a plan decided, at debug level (--log-level debug). summary
+// is called only then: the inputs of every plan are costly to format.
+func Plan(ctx context.Context, summary func() []any) {
+	if l := log.FromContext(ctx).V(1); l.Enabled() {
+		l.Info("plan", summary()...)
+	}
 }

@@ -49,7 +49,7 @@ func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (c
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodClique %s: %w", client.ObjectKeyFromObject(pclq), err)
 	}
-	narrate.Plan(ctx, plan.Summary())
+	narrate.Plan(ctx, func() []any { return append(plan.Summary(), rollout.Inputs(policy, obs.units)...) })
 	if err := r.apply(ctx, pclq, plan, obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -55,7 +55,7 @@ func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueScalingGroup %s: %w", client.ObjectKeyFromObject(g), err)
 	}
-	narrate.Plan(ctx, plan.Summary())
+	narrate.Plan(ctx, func() []any { return append(plan.Summary(), rollout.Inputs(policy, units)...) })
 	if err := r.syncScaledGangs(ctx, g, plan, obs); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -83,9 +83,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}
-	narrate.Plan(ctx, []any{"createReplicas", len(plan.Creates), "deleteReplicas", len(plan.Deletes),
-		"updated", plan.Status.UpdatedReplicas, "available", plan.Status.AvailableReplicas, "complete", plan.Status.Complete,
-		"progressing", progressingReason(plan.Status)})
+	narrate.Plan(ctx, func() []any {
+		return []any{"createReplicas", len(plan.Creates), "deleteReplicas", len(plan.Deletes),
+			"updated", plan.Status.UpdatedReplicas, "available", plan.Status.AvailableReplicas, "complete", plan.Status.Complete,
+			"progressing", progressingReason(plan.Status)}
+	})
 	r.announceRollout(pcs, spec, plan)
 	if err := r.deleteReplicas(ctx, pcs, plan, children); err != nil {
 		return ctrl.Result{}, err

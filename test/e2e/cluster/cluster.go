@@ -8,7 +8,10 @@
 package cluster
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -158,6 +161,64 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		return nil
 	}
 	return c.run(ctx, "down.sh")
+}
+
+// KwokDeletedPod looks in kwok's log for a deletion kwok itself made of pod
+// namespace/name within [from, to], and returns its time. kwok logs "Delete
+// pod" once its delete (by name, grace 0) has returned.
+func (c *Cluster) KwokDeletedPod(namespace, name string, from, to time.Time) (time.Time, bool, error) {
+	f, err := os.Open(filepath.Join(c.workdir(), "logs", "kwok-controller.log"))
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	defer f.Close()
+	want := namespace + "/" + name
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"Delete pod"`)) || !bytes.Contains(line, []byte(want)) {
+			continue
+		}
+		var entry struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+			Pod  string    `json:"pod"`
+		}
+		if json.Unmarshal(line, &entry) != nil || entry.Msg != "Delete pod" || entry.Pod != want {
+			continue
+		}
+		if !entry.Time.Before(from) && !entry.Time.After(to) {
+			return entry.Time, true, nil
+		}
+	}
+	return time.Time{}, false, sc.Err()
+}
+
+// SaveLogs copies the control plane's logs (kwokctl's logs/ directory) to
+// dst, so that a failed run keeps them after Stop deletes the cluster.
+func (c *Cluster) SaveLogs(dst string) error {
+	src := filepath.Join(c.workdir(), "logs")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Keep reports whether the cluster should outlive the tests.

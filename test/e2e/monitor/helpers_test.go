@@ -195,6 +195,24 @@ func del(p pod) step {
 	}
 }
 
+// nodeAgentDeletes makes the node agent own up to deleting pod p.
+func nodeAgentDeletes(p pod) step {
+	return func(w *world) {
+		w.rec.opts.DeletedByNodeAgent = func(name string, _, _ time.Time) (string, bool) {
+			return "its own log", name == p.name()
+		}
+	}
+}
+
+// failsJustBefore: pod f turns unready gap before the operator deletes pod d.
+func failsJustBefore(f, d pod, gap time.Duration) step {
+	return func(w *world) {
+		unready(f)(w)
+		w.now = w.now.Add(gap - time.Second) // del adds its second
+		del(d)(w)
+	}
+}
+
 // gone is the end of a deletion: the pod leaves the apiserver.
 func gone(p pod) step {
 	return func(w *world) {

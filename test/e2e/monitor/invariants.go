@@ -140,6 +140,14 @@ func checkAvailabilityFloor(t *target, _ *history, before, after *snapshot, ev E
 	if !ok {
 		return nil
 	}
+	vs := floorAfterDeletion(t, before, after, d)
+	if len(vs) > 0 && len(floorAfterDeletion(t, before.seenEarlier(unseenFailure), after.seenEarlier(unseenFailure), d)) == 0 {
+		return nil // a failure too recent for the operator to have seen
+	}
+	return about(vs, "the operator deleted pod %s", d.pod.Name)
+}
+
+func floorAfterDeletion(t *target, before, after *snapshot, d deletion) []invariant.Violation {
 	p := d.pod
 	var vs []invariant.Violation
 	switch {
@@ -153,7 +161,7 @@ func checkAvailabilityFloor(t *target, _ *history, before, after *snapshot, ev E
 	default:
 		vs = invariant.CheckAvailabilityFloor(cliqueLevel(t, before, p.cliqueKey, d.requested), cliqueLevel(t, after, p.cliqueKey, d.settled), []int32{p.Index})
 	}
-	return about(vs, "the operator deleted pod %s", p.Name)
+	return vs
 }
 
 // checkOnDeleteNoUpdate: under OnDelete the only reason for the operator to

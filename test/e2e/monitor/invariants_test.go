@@ -104,6 +104,20 @@ func TestUnitsWithinSurge(t *testing.T) {
 			want:     UnitsWithinSurge,
 		},
 		{
+			// Another writer deleted the PodClique in the background: its pods
+			// are the garbage collector's, and the PodClique made again starts
+			// their replacements while they run.
+			name: "under TerminationStarted the pods of a PodClique another writer deleted do not count",
+			spec: setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)}), // maxSurge 0
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), ready(sp(0, fe, 0)), ready(sp(0, fe, 1)),
+				announceClique(sp(0, fe, 0)), removeCliqueOf(sp(0, fe, 0)),
+				replacementOf(sp(0, fe, 0)), replacementOf(sp(0, fe, 1)),
+			},
+			breaking: []step{create(sp(0, fe, 2), "v2")},
+			want:     UnitsWithinSurge,
+		},
+		{
 			name: "a scale-in leaves units above replicas without breaking it",
 			spec: cliqueSurge(),
 			steps: []step{
@@ -201,6 +215,23 @@ func TestAvailabilityFloor(t *testing.T) {
 			spec:     cliqueSurge(),
 			steps:    cliqueSurgeRollout()[:8], // surge pod 3 created, not ready
 			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name:  "a failure too recent for the operator to have seen does not count against its deletion",
+			spec:  cliqueSurge(),
+			steps: append(cliqueSurgeRollout()[:9], failsJustBefore(sp(0, fe, 3), sp(0, fe, 0), 20*time.Millisecond)),
+		},
+		{
+			name:  "deleting a pod that failed a moment ago is free, the operator having seen it fail",
+			spec:  cliqueSurge(),
+			steps: append(cliqueSurgeRollout()[:8], failsJustBefore(sp(0, fe, 0), sp(0, fe, 0), 20*time.Millisecond)),
+		},
+		{
+			name:     "a failure the operator had time to see counts",
+			spec:     cliqueSurge(),
+			steps:    cliqueSurgeRollout()[:9],
+			breaking: []step{failsJustBefore(sp(0, fe, 3), sp(0, fe, 0), 300*time.Millisecond)},
 			want:     AvailabilityFloor,
 		},
 		{
@@ -341,6 +372,16 @@ func TestOnDeleteNoUpdate(t *testing.T) {
 	}
 	started := []step{upReplica(0, "v1"), rollTo("v2")}
 	runScenarios(t, []scenario{
+		{
+			name: "a pod the node agent deleted on its own is not the operator's",
+			spec: onDelete(setSpec(1, []v1alpha1.PodCliqueTemplateSpec{clique(fe, 2)})),
+			steps: []step{
+				create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), rollTo("v2"),
+				nodeAgentDeletes(sp(0, fe, 1)), del(sp(0, fe, 1)),
+			},
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     OnDeleteNoUpdate,
+		},
 		{
 			name: "nothing deleted for an update, hand-deleted units come back new, scale-in removes outdated first",
 			spec: spec(),

@@ -71,6 +71,13 @@ type Options struct {
 	PollInterval time.Duration
 	// SyncTimeout bounds the first listing of the watched objects. Default 30s.
 	SyncTimeout time.Duration
+	// DeletedByNodeAgent, when set, is asked about a pod deletion the checks
+	// would charge to the operator (created: when the pod was made; seen:
+	// when its deletion was). It reports whether the node agent deleted the
+	// pod on its own, with its evidence; such a deletion is recorded, not
+	// judged. The e2e suite asks kwok's log: kwok can delete a new pod that
+	// took an old one's name (see docs/reliability.md).
+	DeletedByNodeAgent func(pod string, created, seen time.Time) (evidence string, ok bool)
 }
 
 func (o Options) withDefaults() Options {

@@ -84,6 +84,12 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 		p.Doomed = true
 	}
 	old, existed := r.snap.pods[p.Name]
+	switch {
+	case existed && old.Ready && !p.Ready:
+		p.UnreadyAt, p.WasReadySince = now, old.ReadySince
+	case existed && !p.Ready:
+		p.UnreadyAt, p.WasReadySince = old.UnreadyAt, old.WasReadySince
+	}
 	after := r.snap.clone()
 	after.pods[p.Name] = p
 	r.process(now, after, podChanges(now, old, existed, p, initial))
@@ -435,6 +441,12 @@ func (r *recorder) check(now time.Time, before, after *snapshot, ev Event) []Vio
 	vs := checkEvent(r.specs.live(now), r.hist, before, after, ev)
 	if len(vs) > 0 && r.readFreshSpec(now, before) {
 		vs = checkEvent(r.specs.live(now), r.hist, before, after, ev)
+	}
+	if len(vs) > 0 && (ev.Kind == PodDeleting || ev.Kind == PodDeleted) && !ev.Announced && r.opts.DeletedByNodeAgent != nil {
+		if evidence, ok := r.opts.DeletedByNodeAgent(ev.Name, before.pods[ev.Name].Created, now); ok {
+			r.timeline.add(noLabels(now, NodeAgentDeletion, ev.Name, evidence))
+			return nil
+		}
 	}
 	return vs
 }

@@ -64,11 +64,33 @@ type podState struct {
 	// will delete the pod; it is no longer available from that moment, when
 	// its deletion was decided and judged.
 	Doomed bool
+	// UnreadyAt is when the monitor saw the pod turn unready, and
+	// WasReadySince when it had been ready from; zero while ready.
+	UnreadyAt, WasReadySince time.Time
 }
+
+// unseenFailure is how recent a pod's failure may be and still be unknown to
+// the operator when it acts: its decisions come from a watch cache that shows
+// the failure some milliseconds later. A deletion is judged against the pods
+// as they are and, if that breaks a rule, against the pods as the operator
+// may still have seen them (see seenEarlier); it breaks the rule only if it
+// does both ways. A Deployment's maxUnavailable bounds the same way what the
+// controller does, not failures that arrive meanwhile. The suite's races with
+// the crash fault came within 15 ms.
+const unseenFailure = 100 * time.Millisecond
 
 // available is Deployment's notion: ready for minReadySeconds, and not going away.
 func (p podState) available(minReadySeconds int32, now time.Time) bool {
 	return !p.Terminating && !p.Doomed && !p.Finished && rollout.PodAvailable(p.Ready, p.ReadySince, minReadySeconds, now)
+}
+
+// podAvailable is p's availability in this snapshot's view: as it is, or, in
+// a view seenEarlier, as it was before a failure less than the lag old.
+func (s *snapshot) podAvailable(p podState, minReadySeconds int32, now time.Time) bool {
+	if s.lag > 0 && !p.Ready && !p.UnreadyAt.IsZero() && now.Sub(p.UnreadyAt) < s.lag && !p.Terminating && !p.Doomed && !p.Finished {
+		return rollout.PodAvailable(true, p.WasReadySince, minReadySeconds, p.UnreadyAt)
+	}
+	return p.available(minReadySeconds, now)
 }
 
 // childState is one PodClique or PodCliqueScalingGroup (Clique is "" and
@@ -87,6 +109,16 @@ type snapshot struct {
 	pods    map[string]podState
 	cliques map[string]childState
 	groups  map[string]childState
+	// lag > 0 makes the snapshot a view seenEarlier.
+	lag time.Duration
+}
+
+// seenEarlier is the snapshot as the operator may have seen it: pods that
+// failed less than lag ago still available.
+func (s *snapshot) seenEarlier(lag time.Duration) *snapshot {
+	v := *s
+	v.lag = lag
+	return &v
 }
 
 func newSnapshot() *snapshot {
@@ -137,11 +169,12 @@ func (s *snapshot) groupReplicaIndices(replica int32, group string) map[int32]bo
 	return out
 }
 
-// liveGroupReplicas are the group replicas with a pod or PodClique not terminating.
+// liveGroupReplicas are the group replicas with a pod or PodClique not
+// terminating (a doomed pod is terminating).
 func (s *snapshot) liveGroupReplicas(replica int32, group string) map[int32]bool {
 	live := map[int32]bool{}
 	for _, p := range s.pods {
-		if p.Replica == replica && p.Group == group && !p.Terminating {
+		if p.Replica == replica && p.Group == group && !p.Terminating && !p.Doomed {
 			live[p.GroupReplica] = true
 		}
 	}

@@ -45,6 +45,9 @@ const (
 	SpecUnusable EventKind = "pcs-unusable" // a spec the checks cannot read
 
 	DeletionAnnounced EventKind = "deletion-announced"
+	// NodeAgentDeletion: a deletion the node agent made on its own, by its
+	// own record (Options.DeletedByNodeAgent), not judged.
+	NodeAgentDeletion EventKind = "node-agent-deletion"
 	ViolationFound    EventKind = "violation"
 )
 

@@ -25,7 +25,9 @@ func cliqueLevel(t *target, s *snapshot, k cliqueKey, at time.Time) invariant.Le
 		})
 	}
 	for _, p := range s.podsIn(k) {
-		l.Units = append(l.Units, invariant.Unit{Index: p.Index, Available: p.available(t.spec.MinReadySeconds, at), Terminating: p.Terminating})
+		// a doomed pod's deletion is decided: it terminates, as far as
+		// counting goes, though the garbage collector has not begun
+		l.Units = append(l.Units, invariant.Unit{Index: p.Index, Available: s.podAvailable(p, t.spec.MinReadySeconds, at), Terminating: p.Terminating || p.Doomed})
 	}
 	return l
 }
@@ -152,7 +154,7 @@ func groupReplicaReady(t *target, s *snapshot, replica int32, group string, j in
 
 // groupReplicaAvailable: every member clique has at least minAvailable available pods.
 func groupReplicaAvailable(t *target, s *snapshot, replica int32, group string, j int32, now time.Time) bool {
-	return groupReplicaCounts(t, s, replica, group, j, func(p podState) bool { return p.available(t.spec.MinReadySeconds, now) })
+	return groupReplicaCounts(t, s, replica, group, j, func(p podState) bool { return s.podAvailable(p, t.spec.MinReadySeconds, now) })
 }
 
 func groupReplicaCounts(t *target, s *snapshot, replica int32, group string, j int32, counts func(podState) bool) bool {
@@ -187,7 +189,7 @@ func replicaAvailable(t *target, s *snapshot, replica int32, now time.Time) bool
 		}
 		n := int32(0)
 		for _, p := range s.podsIn(cliqueKey{Replica: replica, GroupReplica: -1, Clique: c.Name}) {
-			if p.available(t.spec.MinReadySeconds, now) {
+			if s.podAvailable(p, t.spec.MinReadySeconds, now) {
 				n++
 			}
 		}
