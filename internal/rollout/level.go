@@ -397,11 +397,18 @@ func (v *levelView) deletes() []Delete {
 }
 
 // cleanupMisplaced removes live units at indices >= Replicas beyond the surge the
-// rollout still wants: finished surge units and units left by a scale-in.
+// rollout still wants: finished surge units and units left by a scale-in. A
+// surge unit of the update revision not yet available stays while the level
+// has fewer available units than Replicas: it is the capacity on its way (the
+// outdated units it was made for may have failed and gone meanwhile), as a
+// Deployment never scales its new pods down to make up for old ones lost.
 func (v *levelView) cleanupMisplaced(b *budget, out []Delete) []Delete {
 	excess := v.liveMisplaced() - v.surgeWanted()
 	for _, i := range v.inOrder(v.misplaced, byMisplacedOrder, int(excess)) {
 		u := &v.units[i]
+		if u.Surge && u.Revision == v.p.UpdateRevision && !u.Available && b.available < v.p.Replicas {
+			continue
+		}
 		if b.spend(u) {
 			out = append(out, Delete{Index: u.Index, Reason: misplacedReason(u)})
 		}

@@ -638,3 +638,24 @@ func TestInputs_NameThePolicyAndEachUnitsState(t *testing.T) {
 		t.Errorf("Inputs = %#v, want %#v", got, want)
 	}
 }
+
+// The chaos suite's node NotReady fault: both old group replicas failed and
+// were replaced while the surge replica was starting. The surge replica is the
+// capacity on its way; it stays until the refills are available, then goes.
+func TestPlanLevel_ASurgeUnitOnItsWayStaysWhileTheLevelIsShort(t *testing.T) {
+	p := Policy{Replicas: 2, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0), UpdateRevision: "new", CurrentRevision: "old",
+		UpdateOrder: LowestIndexFirst, ScaleIn: HighestIndexFirst}
+	surge := Unit{Index: 2, Revision: "new", Surge: true, Scheduled: true}
+	plan, _ := PlanLevel(p, []Unit{{Index: 0, Revision: "old", Terminating: true}, {Index: 1, Revision: "old", Terminating: true}, surge})
+	if len(plan.Deletes) != 0 {
+		t.Fatalf("deletes %v while nothing is available, want none", plan.Deletes)
+	}
+	// the refills come up: now the surge unit is beyond what the level needs
+	ready := Unit{Revision: "new", Scheduled: true, Ready: true, Available: true}
+	r0, r1 := ready, ready
+	r0.Index, r1.Index = 0, 1
+	plan, _ = PlanLevel(p, []Unit{r0, r1, surge})
+	if want := []Delete{{Index: 2, Reason: ReasonSurgeCleanup}}; !slices.Equal(plan.Deletes, want) {
+		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
+	}
+}

@@ -213,6 +213,15 @@ func failsJustBefore(f, d pod, gap time.Duration) step {
 	}
 }
 
+// recoversJustBefore: pod r turns ready gap before the operator deletes pod d.
+func recoversJustBefore(r, d pod, gap time.Duration) step {
+	return func(w *world) {
+		ready(r)(w)
+		w.now = w.now.Add(gap - time.Second) // del adds its second
+		del(d)(w)
+	}
+}
+
 // gone is the end of a deletion: the pod leaves the apiserver.
 func gone(p pod) step {
 	return func(w *world) {

@@ -228,6 +228,18 @@ func TestAvailabilityFloor(t *testing.T) {
 			steps: append(cliqueSurgeRollout()[:8], failsJustBefore(sp(0, fe, 0), sp(0, fe, 0), 20*time.Millisecond)),
 		},
 		{
+			name:  "replacing a failed pod that recovered a moment ago is free, the operator not having seen it recover",
+			spec:  cliqueSurge(),
+			steps: append(cliqueSurgeRollout()[:8], unready(sp(0, fe, 0)), recoversJustBefore(sp(0, fe, 0), sp(0, fe, 0), 20*time.Millisecond)),
+		},
+		{
+			name:     "replacing a pod that recovered long enough ago breaks it",
+			spec:     cliqueSurge(),
+			steps:    append(cliqueSurgeRollout()[:8], unready(sp(0, fe, 0))),
+			breaking: []step{recoversJustBefore(sp(0, fe, 0), sp(0, fe, 0), 300*time.Millisecond)},
+			want:     AvailabilityFloor,
+		},
+		{
 			name:     "a failure the operator had time to see counts",
 			spec:     cliqueSurge(),
 			steps:    cliqueSurgeRollout()[:9],

@@ -89,6 +89,10 @@ func (r *recorder) observePod(now time.Time, pod *corev1.Pod, initial bool) {
 		p.UnreadyAt, p.WasReadySince = now, old.ReadySince
 	case existed && !p.Ready:
 		p.UnreadyAt, p.WasReadySince = old.UnreadyAt, old.WasReadySince
+	case existed && !old.Ready && p.Ready:
+		p.ReadyAt = now
+	case existed:
+		p.ReadyAt = old.ReadyAt
 	}
 	after := r.snap.clone()
 	after.pods[p.Name] = p

@@ -65,13 +65,14 @@ type podState struct {
 	// its deletion was decided and judged.
 	Doomed bool
 	// UnreadyAt is when the monitor saw the pod turn unready, and
-	// WasReadySince when it had been ready from; zero while ready.
-	UnreadyAt, WasReadySince time.Time
+	// WasReadySince when it had been ready from; zero while ready. ReadyAt is
+	// when the monitor saw it turn ready (zero: ready when first seen).
+	UnreadyAt, WasReadySince, ReadyAt time.Time
 }
 
 // unseenFailure is how recent a pod's failure may be and still be unknown to
 // the operator when it acts: its decisions come from a watch cache that shows
-// the failure some milliseconds later. A deletion is judged against the pods
+// the failure (or a recovery) some milliseconds later. A deletion is judged against the pods
 // as they are and, if that breaks a rule, against the pods as the operator
 // may still have seen them (see seenEarlier); it breaks the rule only if it
 // does both ways. A Deployment's maxUnavailable bounds the same way what the
@@ -85,10 +86,16 @@ func (p podState) available(minReadySeconds int32, now time.Time) bool {
 }
 
 // podAvailable is p's availability in this snapshot's view: as it is, or, in
-// a view seenEarlier, as it was before a failure less than the lag old.
+// a view seenEarlier, as it was before a change less than the lag old (a
+// failure, or turning ready).
 func (s *snapshot) podAvailable(p podState, minReadySeconds int32, now time.Time) bool {
-	if s.lag > 0 && !p.Ready && !p.UnreadyAt.IsZero() && now.Sub(p.UnreadyAt) < s.lag && !p.Terminating && !p.Doomed && !p.Finished {
-		return rollout.PodAvailable(true, p.WasReadySince, minReadySeconds, p.UnreadyAt)
+	if s.lag > 0 && !p.Terminating && !p.Doomed && !p.Finished {
+		if !p.Ready && !p.UnreadyAt.IsZero() && now.Sub(p.UnreadyAt) < s.lag {
+			return rollout.PodAvailable(true, p.WasReadySince, minReadySeconds, p.UnreadyAt)
+		}
+		if p.Ready && !p.ReadyAt.IsZero() && now.Sub(p.ReadyAt) < s.lag {
+			return false
+		}
 	}
 	return p.available(minReadySeconds, now)
 }
@@ -114,7 +121,8 @@ type snapshot struct {
 }
 
 // seenEarlier is the snapshot as the operator may have seen it: pods that
-// failed less than lag ago still available.
+// failed less than lag ago still available, pods that turned ready less than
+// lag ago not yet.
 func (s *snapshot) seenEarlier(lag time.Duration) *snapshot {
 	v := *s
 	v.lag = lag
