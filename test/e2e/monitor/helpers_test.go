@@ -195,6 +195,14 @@ func del(p pod) step {
 	}
 }
 
+// within runs step s gap after the previous one (instead of its second).
+func within(gap time.Duration, s step) step {
+	return func(w *world) {
+		w.now = w.now.Add(gap - time.Second)
+		s(w)
+	}
+}
+
 // nodeAgentDeletes makes the node agent own up to deleting pod p.
 func nodeAgentDeletes(p pod) step {
 	return func(w *world) {

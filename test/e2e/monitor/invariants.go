@@ -141,8 +141,12 @@ func checkAvailabilityFloor(t *target, _ *history, before, after *snapshot, ev E
 		return nil
 	}
 	vs := floorAfterDeletion(t, before, after, d)
-	if len(vs) > 0 && len(floorAfterDeletion(t, before.seenEarlier(unseenFailure), after.seenEarlier(unseenFailure), d)) == 0 {
-		return nil // a failure too recent for the operator to have seen
+	if len(vs) > 0 {
+		for _, seen := range before.recentChanges(d.requested, unseenChange) {
+			if len(floorAfterDeletion(t, before.at(seen), after.at(seen), d)) == 0 {
+				return nil // the pods as the operator may still have seen them
+			}
+		}
 	}
 	return about(vs, "the operator deleted pod %s", d.pod.Name)
 }

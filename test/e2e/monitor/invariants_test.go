@@ -240,6 +240,21 @@ func TestAvailabilityFloor(t *testing.T) {
 			want:     AvailabilityFloor,
 		},
 		{
+			// the operator saw the surge pod ready (it acted on that) but not
+			// yet the failure 19 ms later: a moment between the two
+			name: "a deletion is judged by the moment the operator may have seen",
+			spec: cliqueSurge(),
+			steps: append(cliqueSurgeRollout()[:8],
+				ready(sp(0, fe, 3)), within(19*time.Millisecond, unready(sp(0, fe, 1))), within(20*time.Millisecond, del(sp(0, fe, 0)))),
+		},
+		{
+			name:     "no moment of the last 100 ms allows the deletion: it breaks",
+			spec:     cliqueSurge(),
+			steps:    append(cliqueSurgeRollout()[:8], ready(sp(0, fe, 3)), within(19*time.Millisecond, unready(sp(0, fe, 1)))),
+			breaking: []step{within(150*time.Millisecond, del(sp(0, fe, 0)))},
+			want:     AvailabilityFloor,
+		},
+		{
 			name:     "a failure the operator had time to see counts",
 			spec:     cliqueSurge(),
 			steps:    cliqueSurgeRollout()[:9],

@@ -70,34 +70,49 @@ type podState struct {
 	UnreadyAt, WasReadySince, ReadyAt time.Time
 }
 
-// unseenFailure is how recent a pod's failure may be and still be unknown to
-// the operator when it acts: its decisions come from a watch cache that shows
-// the failure (or a recovery) some milliseconds later. A deletion is judged against the pods
-// as they are and, if that breaks a rule, against the pods as the operator
-// may still have seen them (see seenEarlier); it breaks the rule only if it
-// does both ways. A Deployment's maxUnavailable bounds the same way what the
-// controller does, not failures that arrive meanwhile. The suite's races with
-// the crash fault came within 15 ms.
-const unseenFailure = 100 * time.Millisecond
+// unseenChange is how old a pod's change (a failure, or turning ready) may be
+// and still be unknown to the operator when it acts: its decisions come from
+// a watch cache that shows a change some milliseconds later. A deletion is
+// judged against the pods as they are and, if that breaks the floor, against
+// the pods as they were at each moment of the last unseenChange (see asOf):
+// the operator saw one of those. It breaks the floor only if it does at every
+// one. A Deployment's maxUnavailable bounds the same way what the controller
+// does, not failures that arrive meanwhile. The suite's races with the crash
+// and NotReady faults came within 40 ms.
+const unseenChange = 100 * time.Millisecond
 
 // available is Deployment's notion: ready for minReadySeconds, and not going away.
 func (p podState) available(minReadySeconds int32, now time.Time) bool {
 	return !p.Terminating && !p.Doomed && !p.Finished && rollout.PodAvailable(p.Ready, p.ReadySince, minReadySeconds, now)
 }
 
-// podAvailable is p's availability in this snapshot's view: as it is, or, in
-// a view seenEarlier, as it was before a change less than the lag old (a
-// failure, or turning ready).
+// podAvailable is p's availability in this snapshot: as it is or, in a view
+// asOf an earlier moment, as it was then (its last change undone if it came
+// after that moment).
 func (s *snapshot) podAvailable(p podState, minReadySeconds int32, now time.Time) bool {
-	if s.lag > 0 && !p.Terminating && !p.Doomed && !p.Finished {
-		if !p.Ready && !p.UnreadyAt.IsZero() && now.Sub(p.UnreadyAt) < s.lag {
-			return rollout.PodAvailable(true, p.WasReadySince, minReadySeconds, p.UnreadyAt)
+	if !s.asOf.IsZero() && !p.Terminating && !p.Doomed && !p.Finished {
+		if !p.Ready && !p.UnreadyAt.IsZero() && p.UnreadyAt.After(s.asOf) {
+			return rollout.PodAvailable(true, p.WasReadySince, minReadySeconds, s.asOf)
 		}
-		if p.Ready && !p.ReadyAt.IsZero() && now.Sub(p.ReadyAt) < s.lag {
+		if p.Ready && !p.ReadyAt.IsZero() && p.ReadyAt.After(s.asOf) {
 			return false
 		}
 	}
 	return p.available(minReadySeconds, now)
+}
+
+// recentChanges are the moments in (now-d, now] at which a pod turned ready
+// or unready, and now-d itself: the views a deletion at now may have come from.
+func (s *snapshot) recentChanges(now time.Time, d time.Duration) []time.Time {
+	out := []time.Time{now.Add(-d)}
+	for _, p := range s.pods {
+		for _, t := range []time.Time{p.ReadyAt, p.UnreadyAt} {
+			if t.After(now.Add(-d)) && !t.After(now) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // childState is one PodClique or PodCliqueScalingGroup (Clique is "" and
@@ -116,16 +131,15 @@ type snapshot struct {
 	pods    map[string]podState
 	cliques map[string]childState
 	groups  map[string]childState
-	// lag > 0 makes the snapshot a view seenEarlier.
-	lag time.Duration
+	// asOf, when set, makes the snapshot a view of the pods' readiness at
+	// that earlier moment.
+	asOf time.Time
 }
 
-// seenEarlier is the snapshot as the operator may have seen it: pods that
-// failed less than lag ago still available, pods that turned ready less than
-// lag ago not yet.
-func (s *snapshot) seenEarlier(lag time.Duration) *snapshot {
+// at is the snapshot as the operator may have seen it at an earlier moment.
+func (s *snapshot) at(t time.Time) *snapshot {
 	v := *s
-	v.lag = lag
+	v.asOf = t
 	return &v
 }
 
