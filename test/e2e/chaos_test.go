@@ -944,15 +944,24 @@ func injectPodCliqueScaled(r *chaosRollout) error {
 	}
 	r.note("PodClique %s: replicas %d → %d by another writer", name, was, edited)
 	r.hold(2*time.Second + time.Duration(r.rng.Int64N(int64(3*time.Second))))
+	// The rollout may replace the edited PodClique meanwhile: a scaling
+	// group's member goes with its group replica, and the new one has the
+	// name but not the edit.
+	replaced := func() { r.note("PodClique %s was replaced by the rollout during the hold; nothing to put back", name) }
 	cur := &v1alpha1.PodClique{}
-	if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); err != nil {
+	if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: r.s.ns, Name: name}, cur); apierrors.IsNotFound(err) || (err == nil && cur.UID != pc.UID) {
+		replaced()
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if cur.Spec.Replicas != edited {
 		r.note("PodClique %s: replicas %d after the hold (the edit did not stay)", name, cur.Spec.Replicas)
 		return nil
 	}
-	if _, back, err := edit(-1); err != nil {
+	if _, back, err := edit(-1); apierrors.IsNotFound(err) {
+		replaced()
+	} else if err != nil {
 		return fmt.Errorf("editing PodClique %s back: %w", name, err)
 	} else {
 		r.note("the edit held; the writer put replicas back to %d", back)
