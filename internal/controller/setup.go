@@ -40,6 +40,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	}
 	if err := (&podclique.Reconciler{
 		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		Recorder:     narrate.Recorder(mgr.GetEventRecorder("lockstep-podclique"), mgr.GetLogger().WithName("podclique")),
 		Expectations: expectations.New[rollout.Unit](time.Now),
 		Now:          time.Now,
@@ -49,6 +50,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 	}
 	if err := (&podcliquescalinggroup.Reconciler{
 		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		Recorder:     narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliquescalinggroup"), mgr.GetLogger().WithName("podcliquescalinggroup")),
 		Expectations: expectations.New[rollout.GroupReplicaObservation](time.Now),
 		Gangs:        gangs,

@@ -24,9 +24,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -192,6 +194,11 @@ type chaosRollout struct {
 	version, from string
 	scaled        *bool // the scene's scale toggle (respec)
 	notes         []string
+	// kwokRetry, set once the apiserver is back from an outage, makes every
+	// step play again the kwok stages a failed write dropped; retried holds
+	// the pods already shown to kwok again (once each).
+	kwokRetry bool
+	retried   map[types.UID]bool
 }
 
 func (r *chaosRollout) note(format string, args ...any) {
@@ -211,6 +218,11 @@ func (r *chaosRollout) step(ctx context.Context) (bool, string, error) {
 	}
 	if err := r.drive(ctx, o); err != nil {
 		return false, "", err
+	}
+	if r.kwokRetry {
+		if err := r.showStuckPodsToKwok(ctx, o.pods); err != nil {
+			return false, "", err
+		}
 	}
 	d := o.layout.diff(r.want())
 	// Done once nothing is terminating either: a pod scaled in (say after
@@ -798,42 +810,59 @@ func injectComponentRestart(component string) func(r *chaosRollout) error {
 			return fmt.Errorf("%s did not come back (pid %d, running %v)", component, newPID, running)
 		}
 		r.note("%s back as pid %d, ready %s after the kill", component, newPID, time.Since(killed).Round(100*time.Millisecond))
-		n, err := showStuckPodsToKwok(ctx, r.s.ns, killed)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			r.note("%d pod(s) bound before the outage and not Ready shown to kwok again", n)
-		}
+		r.kwokRetry = true
 		return nil
 	}
 }
 
-// showStuckPodsToKwok touches an annotation of each pod of ns bound before
-// outage that is not Ready, so that kwok plays its stages again. kwok drops
-// a pod's pending stage when the apiserver fails the stage's write (seen in
-// the full suite: a pod bound just before etcd went down never turned Ready),
-// where a kubelet would retry its status update. Touching a pod whose stage
-// is still pending only starts its delay again.
-func showStuckPodsToKwok(ctx context.Context, ns string, outage time.Time) (int, error) {
-	var pods corev1.PodList
-	if err := testCluster.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || isReady(p) || !p.CreationTimestamp.Time.Before(outage) {
+// kwokStageRetryAfter is how long a pod may stay bound and not Ready, or
+// terminating, before the test takes kwok to have dropped its stage: well
+// past the pods' ready delay and kwok's delete delay (a second or two).
+const kwokStageRetryAfter = 10 * time.Second
+
+// showStuckPodsToKwok touches an annotation of each pod stuck for longer than
+// kwokStageRetryAfter (bound and not Ready, or terminating), once per pod, so
+// that kwok plays its stage again. kwok drops a stage when the apiserver
+// fails the stage's write with an error kwok does not retry, as it does while
+// etcd comes back (seen in the full suite: a pod bound just before etcd went
+// down never turned Ready, and a pod whose deletion began as etcd came back
+// stayed terminating, holding its group replica's replacement back). A
+// kubelet retries both. Touching a pod whose stage is only slow starts its
+// delay again.
+func (r *chaosRollout) showStuckPodsToKwok(ctx context.Context, pods []corev1.Pod) error {
+	now := time.Now()
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || r.retried[p.UID] {
+			continue
+		}
+		var stuck string
+		switch {
+		case p.DeletionTimestamp != nil:
+			began := p.DeletionTimestamp.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second)
+			if now.Sub(began) > kwokStageRetryAfter {
+				stuck = fmt.Sprintf("terminating for %s", now.Sub(began).Round(time.Second))
+			}
+		case !isReady(p):
+			if c := podCondition(p, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionTrue && now.Sub(c.LastTransitionTime.Time) > kwokStageRetryAfter {
+				stuck = fmt.Sprintf("bound and not Ready for %s", now.Sub(c.LastTransitionTime.Time).Round(time.Second))
+			}
+		}
+		if stuck == "" {
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())
-		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "lockstep.dev/chaos-shown-to-kwok", time.Now().UTC().Format(time.RFC3339Nano))
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, "lockstep.dev/chaos-shown-to-kwok", now.UTC().Format(time.RFC3339Nano))
 		if err := testCluster.Client.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-			return n, fmt.Errorf("touching pod %s: %w", p.Name, err)
+			return fmt.Errorf("touching pod %s: %w", p.Name, err)
 		}
-		n++
+		if r.retried == nil {
+			r.retried = map[types.UID]bool{}
+		}
+		r.retried[p.UID] = true
+		r.note("pod %s %s after the outage: shown to kwok again", p.Name, stuck)
 	}
-	return n, nil
+	return nil
 }
 
 // injectSchedulerOutage kills kube-scheduler for 20s (5s in the short

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -62,7 +64,8 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 }
 
 // apply carries out a plan: deletes first (they free indices and budget), then
-// creates. Both are idempotent: a pod's name follows from its index and the pods
+// creates, once a live read shows the PodClique still there and not being
+// deleted (fresh.OwnerLive: the cache can lag behind its deletion). Both are idempotent: a pod's name follows from its index and the pods
 // observed (naming.ReplacementPod), and deletes are conditional on the pod being
 // as it was observed (its UID and resourceVersion). The plan judged each pod
 // from the cache; a pod that changed since, say one that turned Ready after it
@@ -85,6 +88,15 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		r.Expectations.Deleted(client.ObjectKeyFromObject(pclq), uid)
 		ev.add(pod, "DeletedPod", "Delete", "Deleted", "pod", string(d.Reason),
 			fmt.Sprintf("index %d, revision %s", d.Index, pod.Labels[v1alpha1.LabelTemplateHash]))
+	}
+	if len(plan.Creates) == 0 {
+		return nil
+	}
+	if live, why, err := fresh.OwnerLive(ctx, r.APIReader, pclq); err != nil || !live {
+		if err == nil {
+			log.FromContext(ctx).Info("not creating pods: the cache is behind", "podclique", pclq.Name, "why", why, "creates", len(plan.Creates))
+		}
+		return err
 	}
 	for _, c := range plan.Creates {
 		tmpl, ok := t.forHash(c.Revision)

@@ -25,21 +25,11 @@ import (
 // the availability floor after a rollback. Runs against a real apiserver,
 // whose preconditions are what is tested.
 func TestApply_DeletesNoPodThatChangedSinceItWasObserved(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx := t.Context()
-	c := env.Client
-
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "stale-"}}
-	if err := c.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	pclq := &v1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "worker"}}
+	env, ns := testenv.StartForTest(t, testenv.Options{}, "stale")
+	ctx, c := t.Context(), env.Client
+	pclq := &v1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"}}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "worker-0", Labels: map[string]string{v1alpha1.LabelPodIndex: "0"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-0", Labels: map[string]string{v1alpha1.LabelPodIndex: "0"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}},
 	}
 	if err := c.Create(ctx, pod); err != nil {
@@ -57,7 +47,7 @@ func TestApply_DeletesNoPodThatChangedSinceItWasObserved(t *testing.T) {
 	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Expectations: expectations.New[rollout.Unit](time.Now)}
 	plan := rollout.LevelPlan{Deletes: []rollout.Delete{{Index: 0, Reason: rollout.ReasonReplaceFailed}}}
 	obs := observation{pods: map[int32]*corev1.Pod{0: observed}}
-	err = r.apply(ctx, pclq, plan, obs, revisionTemplates{})
+	err := r.apply(ctx, pclq, plan, obs, revisionTemplates{})
 	if !apierrors.IsConflict(errors.Unwrap(err)) && !apierrors.IsConflict(err) {
 		t.Fatalf("deleting a pod that changed since it was observed: got %v, want a conflict", err)
 	}
@@ -76,5 +66,80 @@ func TestApply_DeletesNoPodThatChangedSinceItWasObserved(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cur); !apierrors.IsNotFound(err) && cur.DeletionTimestamp == nil {
 		t.Fatalf("the pod observed as it is was not deleted (%v)", err)
+	}
+}
+
+// After an apiserver restart the cache can show a PodClique as it was before
+// its deletion began. Its pods must not be made again from that view: the
+// fault suite saw such a pod hold the PodClique's foreground deletion, and
+// the group replica's replacement, for minutes. apply reads the PodClique
+// live before it creates; this fails without that read.
+func TestApply_CreatesNoPodForAPodCliqueTheCacheShowsLate(t *testing.T) {
+	env, ns := testenv.StartForTest(t, testenv.Options{}, "late")
+	ctx, c := t.Context(), env.Client
+	newClique := func(name string) *v1alpha1.PodClique {
+		pclq := &v1alpha1.PodClique{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{"test.lockstep.dev/hold"}},
+			Spec: v1alpha1.PodCliqueSpec{Replicas: 1, Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}}}},
+		}
+		if err := c.Create(ctx, pclq); err != nil {
+			t.Fatal(err)
+		}
+		return pclq
+	}
+	tmpl := podTemplate{hash: "h1"}
+	r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10), Expectations: expectations.New[rollout.Unit](time.Now)}
+	plan := rollout.LevelPlan{Creates: []rollout.Create{{Index: 0, Revision: "h1"}}}
+	podsOf := func(pclq *v1alpha1.PodClique) int {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelPodClique: pclq.Name}); err != nil {
+			t.Fatal(err)
+		}
+		return len(pods.Items)
+	}
+	apply := func(stale *v1alpha1.PodClique) {
+		t.Helper()
+		tmpl.spec = &stale.Spec.Template
+		if err := r.apply(ctx, stale, plan, observation{pods: map[int32]*corev1.Pod{}, names: map[string]bool{}}, revisionTemplates{update: tmpl}); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+
+	deleting := newClique("deleting")
+	stale := deleting.DeepCopy() // what the cache still shows
+	if err := c.Delete(ctx, deleting); err != nil {
+		t.Fatal(err)
+	}
+	apply(stale)
+	if n := podsOf(deleting); n != 0 {
+		t.Fatalf("a PodClique being deleted got %d pod(s) from a cache that had not seen its deletion", n)
+	}
+
+	replaced := newClique("replaced")
+	stale = replaced.DeepCopy()
+	stale.UID = "an-earlier-uid"
+	apply(stale)
+	if n := podsOf(replaced); n != 0 {
+		t.Fatalf("pods were made for a PodClique the apiserver has replaced (%d)", n)
+	}
+
+	gone := newClique("gone")
+	gone.Finalizers = nil
+	if err := c.Update(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	apply(gone)
+	if n := podsOf(gone); n != 0 {
+		t.Fatalf("pods were made for a PodClique that is gone (%d)", n)
+	}
+
+	live := newClique("live")
+	apply(live)
+	if n := podsOf(live); n != 1 {
+		t.Fatalf("a live PodClique got %d pods, want 1", n)
 	}
 }

@@ -24,7 +24,10 @@ import (
 
 // Reconciler reconciles one PodClique at a time: observe, plan, apply.
 type Reconciler struct {
-	Client       client.Client
+	Client client.Client
+	// APIReader reads the PodClique past the cache before its pods are
+	// created (fresh.OwnerLive).
+	APIReader    client.Reader
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.Unit]
 	// Now is the clock; time.Now when nil.

@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
 	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
@@ -35,6 +37,12 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 				"Deleted group replica %d (revision %s): %s", d.Index, obs.Members[d.Index][0].Labels[v1alpha1.LabelTemplateHash], d.Reason)
 		}
 	}
+	if len(plan.Creates) == 0 {
+		return nil
+	}
+	if ok, err := r.mayCreate(ctx, g); !ok || err != nil {
+		return err
+	}
 	for _, c := range plan.Creates {
 		tmpl, ok := t.forHash(c.Revision)
 		if !ok {
@@ -53,6 +61,17 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 			"Created %s %d (revision %s)", what, c.Index, c.Revision)
 	}
 	return nil
+}
+
+// mayCreate reads the group past the cache before member PodCliques are made
+// for it: none are while it is gone or being deleted (fresh.OwnerLive), which
+// the cache can show late.
+func (r *Reconciler) mayCreate(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (bool, error) {
+	live, why, err := fresh.OwnerLive(ctx, r.APIReader, g)
+	if err == nil && !live {
+		log.FromContext(ctx).Info("not creating member PodCliques: the cache is behind", "podcliquescalinggroup", g.Name, "why", why)
+	}
+	return live, err
 }
 
 // createMember creates one member PodClique of group replica c and expects it;
@@ -106,9 +125,16 @@ func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodClique
 			have[c.Labels[v1alpha1.LabelClique]] = true
 		}
 		var made []string
+		checked := false
 		for i := range tmpl.cliques {
 			if have[tmpl.cliques[i].Name] {
 				continue
+			}
+			if !checked {
+				if ok, err := r.mayCreate(ctx, g); !ok || err != nil {
+					return err
+				}
+				checked = true
 			}
 			c := rollout.Create{Index: idx, Revision: rep.Revision, Surge: rep.Surge}
 			created, err := r.createMember(ctx, g, c, tmpl, &tmpl.cliques[i])

@@ -26,7 +26,10 @@ import (
 
 // Reconciler reconciles one PodCliqueScalingGroup at a time.
 type Reconciler struct {
-	Client       client.Client
+	Client client.Client
+	// APIReader reads the group past the cache before member PodCliques are
+	// created (fresh.OwnerLive).
+	APIReader    client.Reader
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.GroupReplicaObservation]
 	// Gangs makes the gangs of group replicas above minAvailable.
