@@ -16,7 +16,19 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+// MayCreate reads owner live (OwnerLive) before a pass creates its children,
+// what names them for the log; false, logged with the reason, means create
+// nothing this pass.
+func MayCreate(ctx context.Context, r client.Reader, owner client.Object, what string) (bool, error) {
+	live, why, err := OwnerLive(ctx, r, owner)
+	if err == nil && !live {
+		log.FromContext(ctx).Info("not creating "+what+": the cache is behind", "owner", owner.GetName(), "why", why)
+	}
+	return live, err
+}
 
 // OwnerLive reads obj's current state from r (an uncached reader) and reports
 // whether children may still be made for it: it exists with the UID obj has

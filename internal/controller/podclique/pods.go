@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
@@ -65,9 +64,10 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 
 // apply carries out a plan: deletes first (they free indices and budget), then
 // creates, once a live read shows the PodClique still there and not being
-// deleted (fresh.OwnerLive: the cache can lag behind its deletion). Both are idempotent: a pod's name follows from its index and the pods
-// observed (naming.ReplacementPod), and deletes are conditional on the pod being
-// as it was observed (its UID and resourceVersion). The plan judged each pod
+// deleted (fresh.MayCreate: the cache can show its deletion late). Both are
+// idempotent: a pod's name follows from its index and the pods observed
+// (naming.ReplacementPod), and deletes are conditional on the pod being as it
+// was observed (its UID and resourceVersion). The plan judged each pod
 // from the cache; a pod that changed since, say one that turned Ready after it
 // was taken for failed and so free to replace, must be judged again, not
 // deleted: the conflict ends the pass and the next one plans afresh. What it
@@ -92,10 +92,7 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 	if len(plan.Creates) == 0 {
 		return nil
 	}
-	if live, why, err := fresh.OwnerLive(ctx, r.APIReader, pclq); err != nil || !live {
-		if err == nil {
-			log.FromContext(ctx).Info("not creating pods: the cache is behind", "podclique", pclq.Name, "why", why, "creates", len(plan.Creates))
-		}
+	if ok, err := fresh.MayCreate(ctx, r.APIReader, pclq, "pods"); !ok || err != nil {
 		return err
 	}
 	for _, c := range plan.Creates {

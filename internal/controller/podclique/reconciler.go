@@ -26,7 +26,7 @@ import (
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads the PodClique past the cache before its pods are
-	// created (fresh.OwnerLive).
+	// created (fresh.MayCreate).
 	APIReader    client.Reader
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.Unit]

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
@@ -40,7 +39,7 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 	if len(plan.Creates) == 0 {
 		return nil
 	}
-	if ok, err := r.mayCreate(ctx, g); !ok || err != nil {
+	if ok, err := fresh.MayCreate(ctx, r.APIReader, g, "member PodCliques"); !ok || err != nil {
 		return err
 	}
 	for _, c := range plan.Creates {
@@ -61,17 +60,6 @@ func (r *Reconciler) apply(ctx context.Context, g *v1alpha1.PodCliqueScalingGrou
 			"Created %s %d (revision %s)", what, c.Index, c.Revision)
 	}
 	return nil
-}
-
-// mayCreate reads the group past the cache before member PodCliques are made
-// for it: none are while it is gone or being deleted (fresh.OwnerLive), which
-// the cache can show late.
-func (r *Reconciler) mayCreate(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup) (bool, error) {
-	live, why, err := fresh.OwnerLive(ctx, r.APIReader, g)
-	if err == nil && !live {
-		log.FromContext(ctx).Info("not creating member PodCliques: the cache is behind", "podcliquescalinggroup", g.Name, "why", why)
-	}
-	return live, err
 }
 
 // createMember creates one member PodClique of group replica c and expects it;
@@ -131,7 +119,7 @@ func (r *Reconciler) repairIncomplete(ctx context.Context, g *v1alpha1.PodClique
 				continue
 			}
 			if !checked {
-				if ok, err := r.mayCreate(ctx, g); !ok || err != nil {
+				if ok, err := fresh.MayCreate(ctx, r.APIReader, g, "member PodCliques"); !ok || err != nil {
 					return err
 				}
 				checked = true

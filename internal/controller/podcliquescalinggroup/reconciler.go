@@ -28,7 +28,7 @@ import (
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads the group past the cache before member PodCliques are
-	// created (fresh.OwnerLive).
+	// created (fresh.MayCreate).
 	APIReader    client.Reader
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.GroupReplicaObservation]
