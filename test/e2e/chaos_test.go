@@ -825,8 +825,7 @@ const kwokStageRetryAfter = 10 * time.Second
 // that kwok plays its stage again. kwok drops a stage when the apiserver
 // fails the stage's write with an error kwok does not retry, as it does while
 // etcd comes back (seen in the full suite: a pod bound just before etcd went
-// down never turned Ready, and a pod whose deletion began as etcd came back
-// stayed terminating, holding its group replica's replacement back). A
+// down never turned Ready; kwok's delete stage is dropped the same way). A
 // kubelet retries both. Touching a pod whose stage is only slow starts its
 // delay again.
 func (r *chaosRollout) showStuckPodsToKwok(ctx context.Context, pods []corev1.Pod) error {
