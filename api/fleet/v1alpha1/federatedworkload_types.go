@@ -197,6 +197,13 @@ type FederatedClusterStatus struct {
 	// +optional
 	Grant MemberGrant `json:"grant"`
 
+	// StillActing is the widest of the grants the member may still act on
+	// until its controller observes Grant (each limit at its most), charged
+	// against the budget besides Grant: a shrunk grant frees budget only once
+	// the member has seen it. Empty when Grant is all it may act on.
+	// +optional
+	StillActing *MemberGrant `json:"stillActing,omitempty"`
+
 	// Waiting says what the rollout waits for in this member, if anything.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional

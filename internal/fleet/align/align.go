@@ -101,6 +101,63 @@ type Grant struct {
 	Paused bool
 }
 
+// Stored is grant g as a member object of kind k holds it, and so as the hub
+// reads it back. A Deployment cannot have both limits at 0: one that is
+// started with neither is paused and holds maxUnavailable 1, which it never
+// uses while paused. One not started holds the old template, nothing else.
+func Stored(k Kind, g Grant) Grant {
+	if k != Deployment {
+		return g
+	}
+	if !g.Started {
+		return Grant{}
+	}
+	if g.MaxUnavailable == 0 && g.MaxSurge == 0 {
+		g.Paused, g.MaxUnavailable = true, 1
+	}
+	return g
+}
+
+// Widest is a grant that allows whatever a or b allows: charged for it, a
+// member that may act on either one is charged enough. A nil grant allows
+// nothing beyond the other.
+func Widest(a, b *Grant) *Grant {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &Grant{
+		Started:        a.Started || b.Started,
+		Partition:      min(a.Partition, b.Partition),
+		MaxUnavailable: max(a.MaxUnavailable, b.MaxUnavailable),
+		MaxSurge:       max(a.MaxSurge, b.MaxSurge),
+		Paused:         a.Paused && b.Paused,
+	}
+}
+
+// StillActing is what the hub keeps after a round that wrote grant g to m:
+// the grants m may act on until its controller observes g, nil when g is the
+// only one. A current member acts on the grant its object held (Last); one
+// that is not may act on that or on any it had not yet been seen to observe
+// (Observed). Read back as the member's Observed while it is not current, it
+// keeps a shrunk grant from freeing budget before the member has seen it.
+func StillActing(m *Member, g Grant) *Grant {
+	last := initial(m)
+	if m.Last != nil {
+		last = *m.Last
+	}
+	acting := &last
+	if m.Reach != Current {
+		acting = Widest(m.Observed, acting)
+	}
+	if *acting == g {
+		return nil
+	}
+	return acting
+}
+
 // Member is one placed cluster's share of the workload.
 type Member struct {
 	Name string
@@ -236,6 +293,10 @@ func Align(s Strategy, members []Member) (Plan, error) {
 			grow(m, &plans[i], &p)
 		}
 	}
+	for i := range plans {
+		// as the member object holds it, so the next round reads back the same
+		plans[i].Grant = Stored(ms[i].Kind, plans[i].Grant)
+	}
 	p.Members = plans
 	p.Done = true
 	offTarget, regranted := false, false
@@ -305,7 +366,8 @@ func hold(m *Member, paused bool) MemberPlan {
 		g.Partition = min(g.Partition, m.Desired) // a share that shrank lowers it too
 		g.Paused = paused
 	}
-	if m.Kind == Deployment && g.Started && m.Reach == Current && !m.Status.Settling {
+	recounted := m.Kind == Deployment && g.Started && m.Reach == Current && !m.Status.Settling
+	if recounted {
 		// Exactly what it uses now: what it already has down or above its share
 		// it may keep (it costs nothing new, and a frozen member that lost a pod
 		// could never make it again); the rest goes back to the pool. Only
@@ -315,7 +377,10 @@ func hold(m *Member, paused bool) MemberPlan {
 		g.MaxSurge = runningSurge(m)
 	}
 	if m.Kind == Deployment && g.Started {
-		g.Paused = paused || (g.MaxUnavailable == 0 && g.MaxSurge == 0)
+		// Only limits just counted may unfreeze it: a frozen grant's limits
+		// are not in use (see Stored), and giving them back to a member is
+		// budget the round has not charged.
+		g.Paused = paused || (g.MaxUnavailable == 0 && g.MaxSurge == 0) || (last.Paused && !recounted)
 	}
 	mp := MemberPlan{Name: m.Name, Grant: g}
 	mp.Unavailable = max(chargeUnavailable(m, last), chargeUnavailable(m, g))
@@ -356,6 +421,12 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		g.Partition -= k
 		p.Granted += k
 	case Deployment:
+		if g.Paused {
+			// A frozen grant's limits are no budget of its own (hold counts
+			// them afresh only from settled counts, and then freezes it only
+			// with none): it starts again from what is free.
+			g.MaxUnavailable, g.MaxSurge = 0, 0
+		}
 		if !g.Started {
 			// A share on its way up is whole only at its target. A member with
 			// no share keeps the old template: should it get one later, its

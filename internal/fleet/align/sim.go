@@ -28,6 +28,10 @@ type SimMember struct {
 	// Written is the grant the hub wrote last; Applied the one the member acts
 	// on (behind Written until it observes the write).
 	Written, Applied *Grant
+	// acting is the hub's record of what else the member may act on
+	// (StillActing), all it knows of Applied: read back as Observed while
+	// the member is stale.
+	acting *Grant
 	// Lost: the hub cannot reach the member.
 	Lost bool
 	// reported is the status the member last wrote, when it lags its units
@@ -49,6 +53,8 @@ func NewSimMember(name string, kind Kind, desired int32) *SimMember {
 // Write is the hub writing the member object: its replicas and grant.
 func (f *SimMember) Write(mp MemberPlan) {
 	g := mp.Grant
+	seen := f.Member()
+	f.acting = StillActing(&seen, g)
 	f.Written, f.Desired = &g, mp.Replicas
 }
 
@@ -101,12 +107,7 @@ func (f *SimMember) live() Member {
 	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Target: f.Target, Last: f.Written}
 	if f.Written != f.Applied || f.Scale != f.Desired {
 		m.Reach = Stale
-		if f.Applied != nil {
-			m.Observed = f.Applied
-		} else {
-			g := initial(&m)
-			m.Observed = &g
-		}
+		m.Observed = f.acting
 	}
 	if f.Lost {
 		m.Reach = Lost

@@ -148,6 +148,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, r.stuck(ctx, &fw, fleetv1alpha1.ReasonAlignFailed, err.Error())
 	}
+	round.recordStillActing(plan)
+	logRound(ctx, round, plan)
 	applyErr := r.apply(ctx, &fw, tmpl, round, plan)
 	if err := r.report(ctx, &fw, tmpl, round, plan); err != nil {
 		return requeue.OnConflict(ctrl.Result{}, err)
@@ -194,12 +196,31 @@ func (rd *round) alignMembers() []align.Member {
 		if m.gone {
 			continue
 		}
-		out = append(out, align.Member{
-			Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Target: m.Target, Status: m.Status,
-			Reach: m.Reach, Last: m.last, Observed: m.seen,
-		})
+		out = append(out, m.alignMember())
 	}
 	return out
+}
+
+func (m *observed) alignMember() align.Member {
+	return align.Member{
+		Name: m.Name, Kind: m.kind.Align(), Desired: m.Desired, Target: m.Target, Status: m.Status,
+		Reach: m.Reach, Last: m.last, Observed: m.seen,
+	}
+}
+
+// recordStillActing keeps, for each member the plan grants, what it may act
+// on besides that grant until it observes it: the next rounds charge it.
+func (rd *round) recordStillActing(plan align.Plan) {
+	grants := make(map[string]align.Grant, len(plan.Members))
+	for _, mp := range plan.Members {
+		grants[mp.Name] = mp.Grant
+	}
+	for _, m := range rd.members {
+		if g, ok := grants[m.Name]; ok && !m.gone {
+			am := m.alignMember()
+			m.StillActing = align.StillActing(&am, g)
+		}
+	}
 }
 
 // moving: a cluster is on its way out.
@@ -371,13 +392,19 @@ func heldReplicas(m *observed, entry *fleetv1alpha1.FederatedClusterStatus) int3
 func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, name string,
 	mc *fleetv1alpha1.MemberCluster, entry *fleetv1alpha1.FederatedClusterStatus, sameRevision bool) *observed {
 	m := &observed{memberView: memberView{Name: name}, kind: tmpl.Kind}
-	var recorded *align.Grant
+	// recorded is the grant the last round wrote, stillActing what the member
+	// could still act on besides it then.
+	var recorded, stillActing *align.Grant
 	if entry != nil {
 		m.Status = align.Status{Replicas: entry.Replicas, Updated: entry.UpdatedReplicas, Available: entry.AvailableReplicas}
 		m.Status.UpdatedAvailable = min(m.Status.Updated, max(0, m.Status.Available-(m.Status.Replicas-m.Status.Updated)))
 		if sameRevision {
-			g := entry.Grant
-			recorded = &align.Grant{Started: g.Started, Partition: g.Partition, MaxUnavailable: g.MaxUnavailable, MaxSurge: g.MaxSurge, Paused: g.Paused}
+			g := alignGrant(entry.Grant)
+			recorded = &g
+			if entry.StillActing != nil {
+				a := alignGrant(*entry.StillActing)
+				stillActing = &a
+			}
 		}
 	}
 	ready := mc != nil && meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
@@ -400,9 +427,13 @@ func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.Federa
 			m.Status = st.Status
 			m.last = member.HeldGrant(tmpl.Kind, obj, tmpl.Revision)
 			if st.Stale {
+				// Not yet at its object's grant: it may act on what it held
+				// before, and on the recorded grant when the object does not
+				// hold it (the write failed, or another writer changed it).
 				m.Reach = align.Stale
+				m.seen = stillActing
 				if recorded != nil && (m.last == nil || *recorded != *m.last) {
-					m.seen = recorded
+					m.seen = align.Widest(m.seen, recorded)
 				}
 			}
 			return m
@@ -413,7 +444,7 @@ func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.Federa
 	// Not reachable: it keeps the grant it was last given, and its last
 	// reported counts.
 	m.Reach = align.Stale
-	m.last = recorded
+	m.last, m.seen = recorded, stillActing
 	if m.last == nil && tmpl.Kind == member.Deployment {
 		m.last = &align.Grant{}
 	}
@@ -686,4 +717,35 @@ func (r *Reconciler) resync() time.Duration {
 		return r.Resync
 	}
 	return DefaultResync
+}
+
+// logRound writes, at debug level, what one round saw of each member and what
+// it granted and charged: the record a budget question is answered from.
+func logRound(ctx context.Context, rd *round, plan align.Plan) {
+	log := ctrl.LoggerFrom(ctx).V(1)
+	if !log.Enabled() {
+		return
+	}
+	plans := make(map[string]align.MemberPlan, len(plan.Members))
+	for _, mp := range plan.Members {
+		plans[mp.Name] = mp
+	}
+	var ms []string
+	for _, m := range rd.members {
+		mp := plans[m.Name]
+		st := m.Status
+		ms = append(ms, fmt.Sprintf("%s[reach=%d share=%d/%d status=%d+%dt/%du/%dua/%da settling=%t last=%s seen=%s grant=%s charged=%du/%ds wait=%q]",
+			m.Name, m.Reach, m.Desired, m.Target, st.Replicas, st.Terminating, st.Updated, st.UpdatedAvailable, st.Available, st.Settling,
+			grantString(m.last), grantString(m.seen), grantString(&mp.Grant), mp.Unavailable, mp.Surge, mp.Waiting))
+	}
+	log.Info("round planned", "members", strings.Join(ms, " "),
+		"charged", fmt.Sprintf("%du/%ds of %du/%ds", plan.Unavailable, plan.Surge, plan.MaxUnavailable, plan.MaxSurge),
+		"granted", fmt.Sprintf("%d of %d", plan.Granted, plan.AllowedUpdated), "done", plan.Done)
+}
+
+func grantString(g *align.Grant) string {
+	if g == nil {
+		return "-"
+	}
+	return fmt.Sprintf("{started=%t mu=%d ms=%d partition=%d paused=%t}", g.Started, g.MaxUnavailable, g.MaxSurge, g.Partition, g.Paused)
 }

@@ -23,6 +23,9 @@ type memberView struct {
 	Reach           align.Reach
 	// Leaving: the cluster left the placement; its units move to the others.
 	Leaving bool
+	// StillActing is what the member may act on besides the grant this round
+	// wrote (align.StillActing).
+	StillActing *align.Grant
 }
 
 // summary is the status a round reports.
@@ -48,11 +51,9 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 		s.Clusters = append(s.Clusters, fleetv1alpha1.FederatedClusterStatus{
 			Name: v.Name, DesiredReplicas: v.Desired,
 			Replicas: v.Status.Replicas, UpdatedReplicas: v.Status.Updated, AvailableReplicas: v.Status.Available,
-			Grant: fleetv1alpha1.MemberGrant{
-				Started: mp.Grant.Started, MaxUnavailable: mp.Grant.MaxUnavailable, MaxSurge: mp.Grant.MaxSurge,
-				Partition: mp.Grant.Partition, Paused: mp.Grant.Paused,
-			},
-			Waiting: truncate(w, 256),
+			Grant:       apiGrant(mp.Grant),
+			StillActing: apiGrantOrNil(v.StillActing),
+			Waiting:     truncate(w, 256),
 		})
 		s.Replicas += v.Status.Replicas
 		s.Updated += v.Status.Updated
@@ -135,4 +136,20 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+func apiGrant(g align.Grant) fleetv1alpha1.MemberGrant {
+	return fleetv1alpha1.MemberGrant{Started: g.Started, MaxUnavailable: g.MaxUnavailable, MaxSurge: g.MaxSurge, Partition: g.Partition, Paused: g.Paused}
+}
+
+func apiGrantOrNil(g *align.Grant) *fleetv1alpha1.MemberGrant {
+	if g == nil {
+		return nil
+	}
+	out := apiGrant(*g)
+	return &out
+}
+
+func alignGrant(g fleetv1alpha1.MemberGrant) align.Grant {
+	return align.Grant{Started: g.Started, Partition: g.Partition, MaxUnavailable: g.MaxUnavailable, MaxSurge: g.MaxSurge, Paused: g.Paused}
 }

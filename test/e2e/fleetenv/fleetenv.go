@@ -285,7 +285,7 @@ func (h *Process) Start(ctx context.Context) error {
 	fmt.Fprintf(log, "=== run %d of the %s, %s\n", h.runs, h.verb, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(h.binary, h.verb,
 		"--kubeconfig", h.kubeconfig,
-		"--leader-elect=false",
+		"--leader-elect=false", "--log-level", "debug",
 		"--dev-webhooks", "--webhook-cert-dir", h.certDir, "--webhook-port", strconv.Itoa(h.webhookPort),
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.probePort))

@@ -278,8 +278,8 @@ func (s *story) finish(w *fleetwatch.PodWatcher, updated int) *fleetv1alpha1.Fed
 func (s *story) checkWatcher(w *fleetwatch.PodWatcher) {
 	s.t.Helper()
 	peak, minAvail := w.Extremes()
-	s.t.Logf("watcher: at most %d pods (%d terminating besides), at least %d available, at most %d updated, %d pods created",
-		peak.Pods, peak.Terminating, minAvail, peak.Updated, w.Created())
+	s.t.Logf("watcher: at most %d pods (%d terminating and %d above their ReplicaSet's replicas besides), at least %d available, at most %d updated, %d pods created",
+		peak.Pods, peak.Terminating, peak.Surplus, minAvail, peak.Updated, w.Created())
 	v := w.Violations()
 	if len(v) == 0 {
 		return

@@ -197,6 +197,18 @@ func (f *fedFleet) createWorkload(replicas int32, mu, ms intstr.IntOrString, wei
 	})
 }
 
+// createSettledWorkload creates the workload divided equally and plays both
+// members' Deployment controllers until it is settled on its first template.
+func (f *fedFleet) createSettledWorkload(replicas int32, mu, ms intstr.IntOrString) {
+	f.t.Helper()
+	f.createWorkload(replicas, mu, ms, nil)
+	eventually(f.t, fwStepTimeout, "both member Deployments", func() (bool, string) {
+		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
+	})
+	f.settle()
+	f.ackUntil("the workload settled", complete)
+}
+
 func (f *fedFleet) workload() *fleetv1alpha1.FederatedWorkload {
 	f.t.Helper()
 	var fw fleetv1alpha1.FederatedWorkload
@@ -595,12 +607,7 @@ func (f *fedFleet) rollout(onStep func(step int, ds []dep)) {
 // global budget at every step.
 func TestFederatedWorkload_DeploymentRolloutKeepsTheGlobalBudget(t *testing.T) {
 	f := newFedFleet(t, "fw-budget", false)
-	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 
 	f.startRollout()
 	a, b := f.clusters[0], f.clusters[1]
@@ -626,12 +633,7 @@ func TestFederatedWorkload_DeploymentRolloutKeepsTheGlobalBudget(t *testing.T) {
 // says which cluster is stale.
 func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testing.T) {
 	f := newFedFleet(t, "fw-lost", true)
-	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 
 	a, b := f.clusters[0], f.clusters[1]
 	f.startRollout()
@@ -668,17 +670,57 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 	f.rollout(nil)
 }
 
+// A member whose controller has not yet observed its latest grant may still
+// act on the one before: it is charged for both. Here a holds a surge it may
+// use again (one pod replaced, more to go) when the workload is paused; its
+// controller does not see the pause before the workload is resumed. The
+// resumed round must not hand b the surge a may still use: with maxSurge 1
+// both could start a pod above their share.
+func TestFederatedWorkload_MemberStillActingOnAnOlderGrantKeepsItsCharge(t *testing.T) {
+	f := newFedFleet(t, "fw-acting", false)
+	f.createSettledWorkload(10, intstr.FromInt32(0), intstr.FromInt32(1))
+
+	a, b := f.clusters[0], f.clusters[1]
+	f.startRollout()
+	eventually(t, fwStepTimeout, a+" started with the surge", func() (bool, string) {
+		f.ack()
+		d := readDep(f.deployment(a))
+		return d.image == newImage && !d.paused && d.ms == 1 && d.observed == d.generation, d.String()
+	})
+	// a replaced one pod: it runs its share again, one pod new, and may surge again.
+	share := readDep(f.deployment(a)).replicas
+	f.setStatus(a, share, 1, share)
+
+	f.update("pausing", func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.RolloutStrategy.Paused = true })
+	f.waitForCondition("the pause written to "+a, func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		c := clusterStatus(fw, a)
+		return fw.Status.ObservedGeneration == fw.Generation && c != nil && c.Grant.Paused && readDep(f.deployment(a)).paused
+	})
+	f.update("resuming", func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.RolloutStrategy.Paused = false })
+	fw := f.waitForCondition("the resumed round", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+		return fw.Status.ObservedGeneration == fw.Generation && !meta.IsStatusConditionTrue(fw.Status.Conditions, string(fleetv1alpha1.FederatedWorkloadPaused))
+	})
+	if c := clusterStatus(fw, a); c == nil || c.StillActing == nil || c.StillActing.MaxSurge != 1 {
+		t.Errorf("%s's status does not say it may still act on its surge: %+v", a, c)
+	}
+	// Several rounds (the hub polls every 200ms) must leave b without budget
+	// while a has not observed the pause.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if d := readDep(f.deployment(b)); d.image == newImage && !d.paused && d.ms > 0 {
+			t.Fatalf("%s got the surge while %s may still use it: %s: %v; %s: %v", b, a, b, d, a, readDep(f.deployment(a)))
+		}
+		time.Sleep(100 * time.Millisecond) // pacing the checks of a negative, not synchronisation
+	}
+	f.rollout(nil)
+}
+
 // The hub stopped mid-rollout and started again (a fresh process: no memory)
 // carries on from the member objects: the grant in flight is kept and the
 // rollout completes within the budget.
 func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 	f := newFedFleet(t, "fw-restart", false)
-	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 	f.startRollout()
 	restarted := false
 	f.rollout(func(_ int, ds []dep) {
@@ -710,12 +752,7 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 // finalize) keep their member objects: never deleted, never recreated.
 func TestFederatedWorkload_ReshardKeepsMemberObjects(t *testing.T) {
 	f := newFedFleet(t, "fw-reshard", false)
-	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(6, intstr.FromInt32(1), intstr.FromInt32(0))
 	uids := map[string]types.UID{}
 	for _, c := range f.clusters {
 		uids[c] = f.deployment(c).GetUID()
@@ -748,12 +785,7 @@ func TestFederatedWorkload_ReshardKeepsMemberObjects(t *testing.T) {
 func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	f := newFedFleet(t, "fw-leave", false)
 	// maxSurge 3: the leaving member's whole share can grow elsewhere first.
-	f.createWorkload(6, intstr.FromInt32(1), intstr.FromInt32(3), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(6, intstr.FromInt32(1), intstr.FromInt32(3))
 	a, b := f.clusters[0], f.clusters[1]
 	// a no longer matches the placement's selector, and the placement drops it
 	f.relabel(a, "fw-test", "elsewhere")
@@ -820,12 +852,7 @@ func clusterStatus(fw *fleetv1alpha1.FederatedWorkload, c string) *fleetv1alpha1
 // carries on over the members that answer.
 func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T) {
 	f := newFedFleet(t, "fw-keep", true)
-	f.createWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1), nil)
-	eventually(t, fwStepTimeout, "both member Deployments", func() (bool, string) {
-		return f.deployment(f.clusters[0]) != nil && f.deployment(f.clusters[1]) != nil, ""
-	})
-	f.settle()
-	f.ackUntil("the workload settled", complete)
+	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 	const lostAfter = 6
 	f.setLostTimeout(lostAfter)
 

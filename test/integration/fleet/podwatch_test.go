@@ -3,11 +3,14 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/internal/testenv"
@@ -110,4 +113,66 @@ func TestPodWatcher_CatchesABrokenBudgetAcrossMembers(t *testing.T) {
 	if got := w.Created(); got != 2 {
 		t.Errorf("%d pods counted as created after the start, want 2", got)
 	}
+}
+
+// A ReplicaSet's pods count up to its replicas: pods above them are on their
+// way out (their controller deletes them), as a Deployment briefly runs past
+// its own maxSurge. Its replicas raised, the same pods break the bound, and
+// the ReplicaSet's event alone is enough for the watcher to say so.
+func TestPodWatcher_CountsAReplicaSetsPodsUpToItsReplicas(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "podwatch-rs")
+	c := memberEnv.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-old", Labels: labels},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}},
+	}
+	if err := c.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-old-%d", i), Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+			Spec: rs.Spec.Template.Spec,
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if err := c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := fleetwatch.StartPods(ctx, map[string]client.WithWatch{"a": c}, ns, labels,
+		func(*corev1.Pod) bool { return false }, fleetwatch.PodBounds{MinAvailable: 3, MaxPods: 2, MaxUpdated: fleetwatch.Unchecked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := w.Counts(); got.Pods != 2 || got.Surplus != 1 || got.Available != 3 {
+		t.Fatalf("3 ready pods of a ReplicaSet of 2 counted as %s; want 2 pods, 1 above its replicas, 3 available", got)
+	}
+	if v := w.Violations(); len(v) != 0 {
+		t.Fatalf("violations with the surplus pod on its way out: %v", v)
+	}
+
+	rs.Spec.Replicas = ptr.To[int32](3)
+	if err := c.Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitFor(ctx, 10*time.Second, func(c fleetwatch.PodCounts) bool { return c.Pods == 3 }); err != nil {
+		t.Fatalf("the ReplicaSet's new replicas: %v", err)
+	}
+	v := w.Violations()
+	if len(v) == 0 || v[0].Kind != "AboveMaxPods" || !strings.Contains(v[0].Event, "ReplicaSet a/web-old") {
+		t.Fatalf("want AboveMaxPods after the ReplicaSet's event, got %v", v)
+	}
+	t.Logf("seen: %v", v[0])
 }
