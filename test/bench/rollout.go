@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,12 +108,15 @@ func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Resul
 		return st.ObservedGeneration >= cur.Generation && st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n, nil
 	}
 	roll := func(ctx context.Context) error {
-		var cur appsv1.Deployment
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
-			return err
-		}
-		cur.Spec.Template.Spec.Containers[0].Image = benchImage + ":v2"
-		return r.Client.Update(ctx, &cur)
+		// the controller writes status meanwhile: read again on a conflict
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cur appsv1.Deployment
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
+				return err
+			}
+			cur.Spec.Template.Spec.Containers[0].Image = benchImage + ":v2"
+			return r.Client.Update(ctx, &cur)
+		})
 	}
 	res, err := r.measure(ctx, "Deployment", s, done, roll)
 	if derr := r.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); derr != nil && err == nil {
@@ -157,13 +161,16 @@ func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result,
 			pclq.Status.UpdatedReplicas == n && pclq.Status.AvailableReplicas == n && pclq.Status.Replicas == n, nil
 	}
 	roll := func(ctx context.Context) error {
-		var cur v1alpha1.PodCliqueSet
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
-			return err
-		}
-		from = cur.Status.UpdateRevision
-		cur.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = benchImage + ":v2"
-		return r.Client.Update(ctx, &cur)
+		// the controller writes status meanwhile: read again on a conflict
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cur v1alpha1.PodCliqueSet
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+				return err
+			}
+			from = cur.Status.UpdateRevision
+			cur.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = benchImage + ":v2"
+			return r.Client.Update(ctx, &cur)
+		})
 	}
 	res, err := r.measure(ctx, "Lockstep", s, done, roll)
 	if derr := r.Client.Delete(ctx, pcs, client.PropagationPolicy(metav1.DeletePropagationForeground)); derr != nil && err == nil {
@@ -271,13 +278,16 @@ func (r *Runner) Set(ctx context.Context, pcs *v1alpha1.PodCliqueSet, ideal time
 			st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n, nil
 	}
 	roll := func(ctx context.Context) error {
-		var cur v1alpha1.PodCliqueSet
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
-			return err
-		}
-		from = cur.Status.UpdateRevision
-		RetagImages(&cur.Spec, "v2")
-		return r.Client.Update(ctx, &cur)
+		// the controller writes status meanwhile: read again on a conflict
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cur v1alpha1.PodCliqueSet
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pcs), &cur); err != nil {
+				return err
+			}
+			from = cur.Status.UpdateRevision
+			RetagImages(&cur.Spec, "v2")
+			return r.Client.Update(ctx, &cur)
+		})
 	}
 	m, err := r.measure(ctx, "Lockstep", Strategy{Name: pcs.Name}, done, roll)
 	res.Took, res.Writes = m.Took, m.Writes
