@@ -191,20 +191,17 @@ type Field struct {
 }
 
 // RolloutFields are the rollout fields a grant sets on a member of kind k. A
-// Deployment that is not started, or has neither unavailability nor surge to
-// spend, is paused; it cannot have both limits at 0, so it then gets
-// maxUnavailable 1, which a paused Deployment never uses.
+// Deployment holds its grant as align.Stored says; one not started is paused
+// with the same placeholder limits.
 func RolloutFields(k Kind, g align.Grant) []Field {
 	f := func(v any, path ...string) Field { return Field{Path: path, Value: v} }
 	switch k {
 	case Deployment:
-		paused := !g.Started || g.Paused || (g.MaxUnavailable == 0 && g.MaxSurge == 0)
-		mu, ms := int64(g.MaxUnavailable), int64(g.MaxSurge)
-		switch {
-		case !g.Started:
-			mu, ms = 1, 0
-		case mu == 0 && ms == 0:
-			mu = 1
+		s := align.Stored(align.Deployment, g)
+		paused, mu, ms := s.Paused, int64(s.MaxUnavailable), int64(s.MaxSurge)
+		if !s.Started {
+			// frozen on the template it holds, with the same placeholder
+			paused, mu, ms = true, 1, 0
 		}
 		return []Field{
 			f(paused, "spec", "paused"),
