@@ -29,12 +29,13 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 		return fmt.Errorf("registering the PodCliqueSet state metrics: %w", err)
 	}
 	if err := (&podcliqueset.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliqueset"), mgr.GetLogger().WithName("podcliqueset")),
-		Gangs:    gangs,
-		Metrics:  rollouts,
-		Now:      time.Now,
-		Batch:    batch,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  narrate.Recorder(mgr.GetEventRecorder("lockstep-podcliqueset"), mgr.GetLogger().WithName("podcliqueset")),
+		Gangs:     gangs,
+		Metrics:   rollouts,
+		Now:       time.Now,
+		Batch:     batch,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}

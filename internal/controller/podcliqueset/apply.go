@@ -79,7 +79,7 @@ func (r *Reconciler) syncGangs(ctx context.Context, pcs *v1alpha1.PodCliqueSet, 
 
 // syncServices keeps one headless Service per live replica (pods resolve as
 // <pod>.<pcs>-<replica>) and removes those of replicas that are gone.
-func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan) error {
+func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, mayCreate func() (bool, error)) error {
 	live := map[int32]bool{}
 	for _, rp := range plan.Replicas {
 		live[rp.Index] = true
@@ -106,6 +106,9 @@ func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 		if have[idx] {
 			continue
 		}
+		if ok, err := mayCreate(); !ok || err != nil {
+			return err
+		}
 		labels := replicaLabels(pcs, idx)
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: naming.HeadlessService(pcs.Name, int(idx)), Namespace: pcs.Namespace, Labels: labels,
@@ -126,7 +129,7 @@ func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 // writeChildren creates or updates every child of every live replica to run
 // the target the plan gives it.
 func (r *Reconciler) writeChildren(ctx context.Context, pcs *v1alpha1.PodCliqueSet, spec *v1alpha1.PodCliqueSetSpec, revs rollout.Revisions,
-	tmpls templates, plan rollout.SetPlan, ch children, gangs []replicaGang) error {
+	tmpls templates, plan rollout.SetPlan, ch children, gangs []replicaGang, mayCreate func() (bool, error)) error {
 	surge, deleted := map[int32]bool{}, map[int32]bool{}
 	for _, c := range plan.Creates {
 		surge[c.Index] = c.Surge
@@ -156,6 +159,9 @@ func (r *Reconciler) writeChildren(ctx context.Context, pcs *v1alpha1.PodCliqueS
 				continue
 			}
 			existing := ch.cliques[rp.Index][ct.Role]
+			if ok, err := creating(existing == nil, mayCreate); !ok || err != nil {
+				return err
+			}
 			desired, err := e.clique(ct.Role, *ct.Target, existing)
 			if err != nil {
 				return err
@@ -169,6 +175,9 @@ func (r *Reconciler) writeChildren(ctx context.Context, pcs *v1alpha1.PodCliqueS
 				continue
 			}
 			existing := ch.groups[rp.Index][ct.Role]
+			if ok, err := creating(existing == nil, mayCreate); !ok || err != nil {
+				return err
+			}
 			desired, err := e.group(ct.Role, *ct.Target, existing)
 			if err != nil {
 				return err
@@ -179,6 +188,15 @@ func (r *Reconciler) writeChildren(ctx context.Context, pcs *v1alpha1.PodCliqueS
 		}
 	}
 	return nil
+}
+
+// creating reports whether a write may go ahead: always for a child that
+// exists, after mayCreate for one it would create.
+func creating(create bool, mayCreate func() (bool, error)) (bool, error) {
+	if !create {
+		return true, nil
+	}
+	return mayCreate()
 }
 
 // mergeClique and mergeGroup carry what the PodCliqueSet owns of a child into

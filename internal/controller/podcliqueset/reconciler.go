@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
 	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
@@ -28,8 +30,11 @@ import (
 // Reconciler reconciles one PodCliqueSet at a time: revisions, observe, plan,
 // apply, status.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads the PodCliqueSet past the cache before its children
+	// are created (fresh.MayCreate).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Gangs places each replica's pods in gangs; gang.None{} turns that off.
 	Gangs gang.Backend
 	// Metrics records rollouts; nil records nothing.
@@ -96,10 +101,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncServices(ctx, pcs, plan); err != nil {
+	// Read live once, before the first child this pass creates: a cache that
+	// shows the PodCliqueSet's deletion late must not make it children again.
+	mayCreate := sync.OnceValues(func() (bool, error) {
+		return fresh.MayCreate(ctx, r.APIReader, pcs, "the replicas' children")
+	})
+	if err := r.syncServices(ctx, pcs, plan, mayCreate); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeChildren(ctx, pcs, spec, revs, tmpls, plan, children, gangs); err != nil {
+	if err := r.writeChildren(ctx, pcs, spec, revs, tmpls, plan, children, gangs, mayCreate); err != nil {
 		return ctrl.Result{}, err
 	}
 	statusWait, err := r.updateStatus(ctx, pcs, plan, gangs, children.waiting)
