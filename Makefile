@@ -151,7 +151,7 @@ test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(HELM) ## End-to-end tests on throw
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: chaos
-chaos: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Rollouts of every strategy under injected faults (apiserver/etcd restarts, scheduler down, nodes lost, other writers, ...): CHAOS_PROCS runs side by side (5), each injecting every fault CHAOS_RUNS times over the strategies (5: once into each); LOCKSTEP_E2E_SEED replays. See docs/reliability.md.
+chaos: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Rollouts of every strategy under injected faults (apiserver/etcd restarts, scheduler down, nodes lost, other writers, ...): CHAOS_PROCS runs side by side (5), each injecting every fault CHAOS_RUNS times over the strategies (6: once into each); LOCKSTEP_E2E_SEED replays. See docs/reliability.md.
 	LOCKSTEP_BIN=$(BIN) hack/chaos.sh
 
 .PHONY: chart-test

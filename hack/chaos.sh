@@ -2,7 +2,7 @@
 # The full fault suite (make chaos): CHAOS_PROCS runs of the chaos test side
 # by side, each on its own local cluster with its own operator pair and seed
 # (LOCKSTEP_E2E_SEED + i), each injecting every fault CHAOS_RUNS times. With
-# the defaults (5 x 5) every fault goes into every strategy 5 times. The runs'
+# the defaults (5 x 6) every fault goes into every strategy 5 times. The runs'
 # tables are added up into one at the end; the logs stay in .dev/chaos/.
 # The operators log at debug level (every plan with its inputs) unless
 # LOCKSTEP_E2E_OPERATOR_LOG_LEVEL says otherwise.
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 : "${LOCKSTEP_BIN:?set LOCKSTEP_BIN to the bin/ directory (make chaos does)}"
 procs=${CHAOS_PROCS:-5}
-runs=${CHAOS_RUNS:-5}
+runs=${CHAOS_RUNS:-6}
 seed=${LOCKSTEP_E2E_SEED:-20251122}
 out=.dev/chaos
 mkdir -p "$out"

@@ -39,6 +39,9 @@ func (p *PodCliqueSet) Default() {
 	if s.PodReplacementPolicy == "" {
 		s.PodReplacementPolicy = TerminationStarted
 	}
+	if s.SurgePlacement == "" {
+		s.SurgePlacement = AboveReplicas
+	}
 	switch s.UpdateStrategy.Type {
 	case "", RollingRecreateStrategyType:
 		s.UpdateStrategy.Type = RollingUpdateStrategyType

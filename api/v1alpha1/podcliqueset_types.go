@@ -9,6 +9,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'ReplicaRecreate' || self.template.cliques.all(c, !has(c.updateStrategy))",message="template.cliques[].updateStrategy is not allowed with updateStrategy.type ReplicaRecreate: whole PodCliqueSet replicas are recreated, so per-clique limits would have no effect"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'ReplicaRecreate' || !has(self.template.podCliqueScalingGroups) || self.template.podCliqueScalingGroups.all(g, !has(g.updateStrategy))",message="template.podCliqueScalingGroups[].updateStrategy is not allowed with updateStrategy.type ReplicaRecreate: whole PodCliqueSet replicas are recreated, so per-group limits would have no effect"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'OnDelete' || (self.template.cliques.all(c, !has(c.updateStrategy)) && (!has(self.template.podCliqueScalingGroups) || self.template.podCliqueScalingGroups.all(g, !has(g.updateStrategy))))",message="cliques and scaling groups may not set updateStrategy with updateStrategy.type OnDelete: nothing is deleted for an update"
+// +kubebuilder:validation:XValidation:rule="!has(self.surgePlacement) || self.surgePlacement != 'ReplacedIndex' || !has(self.podReplacementPolicy) || self.podReplacementPolicy == 'TerminationStarted'",message="surgePlacement ReplacedIndex needs podReplacementPolicy TerminationStarted: a surge pod runs beside the pod it replaces, two live pods at one index"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.maxUnavailable) || type(self.updateStrategy.rollingUpdate.maxUnavailable) == string || !has(self.replicas) || self.replicas == 0 || self.updateStrategy.rollingUpdate.maxUnavailable <= self.replicas",message="updateStrategy.rollingUpdate.maxUnavailable must not exceed replicas"
 type PodCliqueSetSpec struct {
 	// Replicas is the number of PodCliqueSet replicas; each is a full copy of the
@@ -61,6 +62,20 @@ type PodCliqueSetSpec struct {
 	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
 	// +optional
 	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
+
+	// SurgePlacement says at which index a surge pod of a standalone clique
+	// starts. AboveReplicas (the default): at an index of its own, at or above
+	// replicas, removed once the rollout is done, as a LeaderWorkerSet's surge
+	// replicas are. ReplacedIndex: at the index of the outdated pod it is made
+	// to replace, beside it until it is available, when that pod is deleted, as
+	// a Deployment's new pods take over from its old ones: no pod is made only
+	// to be removed, and a rollout one pod at a time takes one wave less. An
+	// index then runs two live pods for a while, so ReplacedIndex needs
+	// podReplacementPolicy TerminationStarted. Changing it starts no rollout.
+	// +kubebuilder:default=AboveReplicas
+	// +kubebuilder:validation:Enum=AboveReplicas;ReplacedIndex
+	// +optional
+	SurgePlacement SurgePlacement `json:"surgePlacement,omitempty"`
 
 	// UpdateStrategy says how running replicas move to a new revision.
 	// +kubebuilder:default={type: RollingUpdate}

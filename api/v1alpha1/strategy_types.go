@@ -176,6 +176,12 @@ type ChildUpdateStrategy struct {
 	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
 	// +optional
 	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
+
+	// SurgePlacement is the PodCliqueSet's, for the pods of a standalone
+	// PodClique; empty means AboveReplicas.
+	// +kubebuilder:validation:Enum=AboveReplicas;ReplacedIndex
+	// +optional
+	SurgePlacement SurgePlacement `json:"surgePlacement,omitempty"`
 }
 
 // PodReplacementPolicy says when a pod's replacement may start.
@@ -191,6 +197,18 @@ const (
 	// gone, as a StatefulSet does: an index never has two pods, and terminating
 	// pods count toward replicas + maxSurge.
 	TerminationComplete PodReplacementPolicy = "TerminationComplete"
+)
+
+// SurgePlacement says at which index a surge pod starts.
+type SurgePlacement string
+
+const (
+	// AboveReplicas starts a surge pod at an index of its own, at or above
+	// replicas, and removes it once the rollout no longer needs it.
+	AboveReplicas SurgePlacement = "AboveReplicas"
+	// ReplacedIndex starts a surge pod at the index of the outdated pod it
+	// replaces, beside it until it is available; then the outdated pod goes.
+	ReplacedIndex SurgePlacement = "ReplacedIndex"
 )
 
 // ReplacesWhileTerminating reports whether a replacement may start while its

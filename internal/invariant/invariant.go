@@ -25,7 +25,9 @@ const (
 	// replaces while terminating (TerminationStarted).
 	UnitsWithinSurge Name = "units-within-surge"
 	// OneUnitPerIndex: an index holds one unit; at a level that replaces while
-	// terminating, one live unit (its terminating predecessors aside).
+	// terminating, one live unit (its terminating predecessors aside); at one
+	// that also starts a surge unit at the index it replaces, two live units
+	// of different revisions at most (the outdated one and its successor).
 	OneUnitPerIndex Name = "one-unit-per-index"
 	// AvailabilityFloor: the operator never deletes an available unit when that
 	// leaves fewer than replicas − maxUnavailable available at its level; units
@@ -68,6 +70,9 @@ type Size struct {
 type Unit struct {
 	Index                  int32
 	Available, Terminating bool
+	// Revision is the unit's template revision; Key names it where an index
+	// can hold two live units (see rollout.Unit).
+	Revision, Key string
 }
 
 // Level is the units one controller counts against one replicas, maxSurge and
@@ -86,6 +91,9 @@ type Level struct {
 	// its predecessor terminates (TerminationStarted); terminating units then
 	// count toward neither limit nor index.
 	ReplaceWhileTerminating bool
+	// SurgeAtReplacedIndex: with ReplaceWhileTerminating, a surge unit starts
+	// beside the outdated unit it replaces (surgePlacement ReplacedIndex).
+	SurgeAtReplacedIndex bool
 }
 
 // counted are the units that count toward replicas + maxSurge and hold their
@@ -156,9 +164,15 @@ func (l *Level) live() int32 {
 	return n
 }
 
-// availableAt reports whether a live unit at index is available.
-func (l *Level) availableAt(index int32) bool {
-	return slices.ContainsFunc(l.Units, func(u Unit) bool { return u.Index == index && u.Available && !u.Terminating })
+// availableAt counts the live available units at index.
+func (l *Level) availableAt(index int32) int {
+	n := 0
+	for _, u := range l.Units {
+		if u.Index == index && u.Available && !u.Terminating {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *Level) indices() []int32 {
@@ -171,10 +185,17 @@ func (l *Level) indices() []int32 {
 }
 
 // ScaledIn reports whether a scale-in explains deleting the unit at index: it is
-// at or above the replicas wanted, or the level has more live units than wanted.
+// at or above the replicas wanted, the level has more live units than wanted,
+// or the index holds another live unit besides.
 func (l *Level) ScaledIn(index int32) bool {
 	want := l.fewestReplicas()
-	return index >= want || l.live() > want
+	live := 0
+	for _, u := range l.Units {
+		if u.Index == index && !u.Terminating {
+			live++
+		}
+	}
+	return index >= want || l.live() > want || live > 1
 }
 
 // CheckUnitsWithinSurge: a step that adds units to a level never takes it past
@@ -197,18 +218,26 @@ func CheckUnitsWithinSurge(before, after Level) []Violation {
 }
 
 // CheckOneUnitPerIndex: a step that adds a unit at index leaves that index with
-// one unit, or, at a level that replaces while terminating, one live unit.
+// one unit, or, at a level that replaces while terminating, one live unit; at
+// a level that starts its surge at the replaced index, two live units of
+// different revisions at most.
 func CheckOneUnitPerIndex(after Level, index int32) []Violation {
-	n := 0
+	var revs []string
 	for _, u := range after.counted() {
 		if u.Index == index {
-			n++
+			revs = append(revs, u.Revision)
 		}
 	}
-	if n > 1 {
-		return violation(OneUnitPerIndex, "%s has %d units at index %d (terminating ones count under TerminationComplete)", after.Name, n, index)
+	switch {
+	case len(revs) <= 1:
+		return nil
+	case after.ReplaceWhileTerminating && after.SurgeAtReplacedIndex && len(revs) == 2 && revs[0] != revs[1]:
+		return nil
+	case after.ReplaceWhileTerminating && after.SurgeAtReplacedIndex:
+		return violation(OneUnitPerIndex, "%s has %d live units at index %d at revisions %v: a surge unit runs beside one outdated unit only",
+			after.Name, len(revs), index, revs)
 	}
-	return nil
+	return violation(OneUnitPerIndex, "%s has %d units at index %d (terminating ones count under TerminationComplete)", after.Name, len(revs), index)
 }
 
 // CheckAvailabilityFloor: deleting the units at the deleted indices, if it costs
@@ -217,9 +246,9 @@ func CheckOneUnitPerIndex(after Level, index int32) []Violation {
 // not need budget.
 func CheckAvailabilityFloor(before, after Level, deleted []int32) []Violation {
 	lost := 0
-	for _, i := range deleted {
-		if before.availableAt(i) && !after.availableAt(i) {
-			lost++
+	for k, i := range deleted {
+		if !slices.Contains(deleted[:k], i) {
+			lost += max(0, before.availableAt(i)-after.availableAt(i))
 		}
 	}
 	if lost == 0 {
@@ -413,13 +442,13 @@ func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.De
 	for _, d := range deletes {
 		deleted = append(deleted, d.Index)
 		for i, u := range after.Units {
-			if u.Index == d.Index && !u.Terminating {
-				after.Units[i] = Unit{Index: d.Index, Terminating: true}
+			if u.Index == d.Index && u.Key == d.Key && !u.Terminating {
+				after.Units[i] = Unit{Index: d.Index, Terminating: true, Revision: u.Revision, Key: u.Key}
 			}
 		}
 	}
 	for _, c := range creates {
-		after.Units = append(after.Units, Unit{Index: c.Index})
+		after.Units = append(after.Units, Unit{Index: c.Index, Revision: c.Revision})
 	}
 	vs := CheckUnitsWithinSurge(before, after)
 	for _, c := range creates {

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,11 +25,17 @@ func TestPlanLevel_NeverBreaksTheLevelRules(t *testing.T) {
 			UpdateRevision: "v2", CurrentRevision: "v1",
 			Partition:               int32(rapid.IntRange(0, 2).Draw(t, "partition")),
 			ReplaceWhileTerminating: rapid.Bool().Draw(t, "replace while terminating"),
+			SurgeAtReplacedIndex:    rapid.Bool().Draw(t, "surge at replaced index"),
 		}
 		var units []rollout.Unit
-		for i := range int32(rapid.IntRange(0, 7).Draw(t, "units")) {
+		for k := range rapid.IntRange(0, 7).Draw(t, "units") {
+			// mostly one unit per index; now and then a second one beside it
+			i := int32(k)
+			if k > 0 && rapid.IntRange(0, 4).Draw(t, "share an index") == 0 {
+				i = units[k-1].Index
+			}
 			u := rollout.Unit{Index: i, Revision: rapid.SampledFrom([]string{"v1", "v2"}).Draw(t, "revision"),
-				Terminating: rapid.Bool().Draw(t, "terminating")}
+				Terminating: rapid.Bool().Draw(t, "terminating"), Key: fmt.Sprintf("u%d", k)}
 			u.Available = !u.Terminating && rapid.Bool().Draw(t, "available")
 			u.Ready = u.Available
 			units = append(units, u)
@@ -45,9 +52,9 @@ func TestPlanLevel_NeverBreaksTheLevelRules(t *testing.T) {
 			fp.MaxSurge = 0
 		}
 		before := Level{Name: "level", Strategy: strategy, Sizes: []Size{{Replicas: p.Replicas, Fenceposts: fp}},
-			ReplaceWhileTerminating: p.ReplaceWhileTerminating}
+			ReplaceWhileTerminating: p.ReplaceWhileTerminating, SurgeAtReplacedIndex: p.SurgeAtReplacedIndex}
 		for _, u := range units {
-			before.Units = append(before.Units, Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
+			before.Units = append(before.Units, Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating, Revision: u.Revision, Key: u.Key})
 		}
 		vs := CheckLevelPlan(before, plan.Creates, plan.Deletes)
 		if len(vs) > 0 {

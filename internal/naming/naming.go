@@ -30,22 +30,23 @@ func GroupPodClique(scalingGroup string, groupReplica int, clique string) string
 
 // Pod is the name and hostname of the pod with the given index in a PodClique.
 // Names are stable: a replacement reuses its index and so its name, except while
-// its predecessor still terminates (see ReplacementPod); the hostname stays.
+// other pods of the index are still there (see ReplacementPod); the hostname stays.
 func Pod(podClique string, index int) string {
 	return join(podClique, strconv.Itoa(index))
 }
 
-// ReplacementPod is the name of a pod at index while earlier pods of that index
-// still terminate (TerminationStarted): the first of the index's own name and
-// one name per terminating pod (derived from its UID, so every pass picks the
-// same one) that no existing pod holds. With n pods holding names there are n+1
-// candidates, so one is always free. taken says whether a name is in use.
-func ReplacementPod(podClique string, index int, terminatingUIDs []string, taken func(string) bool) string {
+// ReplacementPod is the name of a new pod at index while other pods of that
+// index are still there (TerminationStarted: a predecessor terminating, or an
+// outdated pod a surge pod starts beside): the first of the index's own name
+// and one name per pod of the index (derived from its UID, so every pass picks
+// the same one) that no existing pod holds. With n pods holding names there are
+// n+1 candidates, so one is always free. taken says whether a name is in use.
+func ReplacementPod(podClique string, index int, uidsAtIndex []string, taken func(string) bool) string {
 	base := Pod(podClique, index)
 	if !taken(base) {
 		return base
 	}
-	uids := slices.Clone(terminatingUIDs)
+	uids := slices.Clone(uidsAtIndex)
 	slices.Sort(uids)
 	for _, uid := range uids {
 		sum := sha256.Sum256([]byte(uid))

@@ -79,8 +79,8 @@ type ActionDoc struct {
 	From  string `json:"from,omitempty"`
 	To    string `json:"to,omitempty"`
 	Surge bool   `json:"surge"`
-	// Reason says why a unit is deleted: update, replace-failed, scale-in or
-	// surge-cleanup.
+	// Reason says why a unit is deleted: update, replace-failed, scale-in,
+	// surge-cleanup or superseded.
 	Reason string `json:"reason,omitempty"`
 	// NeverReady marks the create an injected fault broke.
 	NeverReady bool `json:"neverReady,omitempty"`

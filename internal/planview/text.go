@@ -445,6 +445,8 @@ func (e entry) notes() string {
 		notes = append(notes, "scale-in")
 	case rollout.ReasonSurgeCleanup:
 		notes = append(notes, "surge no longer needed")
+	case rollout.ReasonSuperseded:
+		notes = append(notes, "its surge pod took the index over")
 	}
 	if e.byHand {
 		notes = append(notes, "by hand")

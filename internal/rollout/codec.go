@@ -4,6 +4,18 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
+// PodRules are the PodCliqueSet's rules for the pods of a standalone clique:
+// when a replacement may start and at which index a surge pod starts.
+type PodRules struct {
+	Replacement v1alpha1.PodReplacementPolicy
+	Surge       v1alpha1.SurgePlacement
+}
+
+// PodRulesOf are the pod rules a PodCliqueSet spec sets.
+func PodRulesOf(s *v1alpha1.PodCliqueSetSpec) PodRules {
+	return PodRules{Replacement: s.PodReplacementPolicy, Surge: s.SurgePlacement}
+}
+
 // ChildSpec is the part of a PodClique's or PodCliqueScalingGroup's spec that
 // carries its Target. It is the one encoding of a target: the PodCliqueSet
 // controller writes it (EncodeTarget), PlanTree plans from it, and the child's
@@ -19,12 +31,12 @@ type ChildSpec struct {
 // EncodeTarget is the ChildSpec of role for target t. limits are the role's own
 // maxUnavailable/maxSurge from the PodCliqueSet template (nil: the defaults);
 // OnDelete children carry none. A held-back unit's template is named by the set
-// revision that holds the role at t.CurrentRevision. replacement is the
-// PodCliqueSet's pod replacement policy for a standalone clique, empty for a
-// scaling group.
+// revision that holds the role at t.CurrentRevision. pods are the
+// PodCliqueSet's pod rules for a standalone clique, zero for a scaling group.
 func EncodeTarget(t Target, revs Revisions, role string, limits *v1alpha1.ComponentUpdateStrategy, replicas int32,
-	replacement v1alpha1.PodReplacementPolicy) ChildSpec {
-	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType, PodReplacementPolicy: replacement}
+	pods PodRules) ChildSpec {
+	st := v1alpha1.ChildUpdateStrategy{Type: v1alpha1.RollingUpdateStrategyType, PodReplacementPolicy: pods.Replacement,
+		SurgePlacement: pods.Surge}
 	if t.Type == v1alpha1.OnDeleteStrategyType {
 		st.Type = v1alpha1.OnDeleteStrategyType
 	} else {
@@ -66,7 +78,7 @@ func DecodeTarget(spec ChildSpec, updateRevision, role string, revs Revisions) *
 // Written is the target a child reads back once its PodCliqueSet wrote t into
 // its spec: what a simulated child must see to behave as a real one.
 func (t Target) Written(revs Revisions, role string) *Target {
-	return DecodeTarget(EncodeTarget(t, revs, role, nil, 0, ""), t.UpdateRevision, role, revs)
+	return DecodeTarget(EncodeTarget(t, revs, role, nil, 0, PodRules{}), t.UpdateRevision, role, revs)
 }
 
 // Policy is the policy a child plans with: what its spec says, its template
@@ -81,6 +93,7 @@ func (c ChildSpec) Policy(kind ChildKind, updateRevision, currentRevision string
 	mu, ms := c.UpdateStrategy.Limits()
 	p := ChildPolicy(t, c.Replicas, mu, ms, kind)
 	p.ReplaceWhileTerminating = kind == KindClique && c.UpdateStrategy.PodReplacementPolicy.ReplacesWhileTerminating()
+	p.SurgeAtReplacedIndex = p.ReplaceWhileTerminating && c.UpdateStrategy.SurgePlacement == v1alpha1.ReplacedIndex
 	return p
 }
 

@@ -35,7 +35,8 @@ func TestEncodeTarget_RoundTripsThroughTheChildSpec(t *testing.T) {
 		replicas := rapid.Int32Range(1, 8).Draw(t, "replicas")
 
 		replacement := rapid.SampledFrom([]v1alpha1.PodReplacementPolicy{"", v1alpha1.TerminationStarted, v1alpha1.TerminationComplete}).Draw(t, "replacement")
-		spec := EncodeTarget(want, revs, "decode", limits, replicas, replacement)
+		surge := rapid.SampledFrom([]v1alpha1.SurgePlacement{"", v1alpha1.AboveReplicas, v1alpha1.ReplacedIndex}).Draw(t, "surge placement")
+		spec := EncodeTarget(want, revs, "decode", limits, replicas, PodRules{Replacement: replacement, Surge: surge})
 		got := DecodeTarget(spec, want.UpdateRevision, "decode", revs)
 		if got.Type != want.Type || got.SetRevision != want.SetRevision || got.UpdateRevision != want.UpdateRevision ||
 			got.CurrentRevision != want.CurrentRevision || !equalPtr(got.MaxUpdated, want.MaxUpdated) {
@@ -49,11 +50,16 @@ func TestEncodeTarget_RoundTripsThroughTheChildSpec(t *testing.T) {
 			t.Fatalf("policy limits %s/%s, want 1/25%%", p.MaxUnavailable.String(), p.MaxSurge.String())
 		}
 		// a clique replaces while terminating exactly under TerminationStarted; a group never does
-		if p.ReplaceWhileTerminating {
-			t.Fatalf("a scaling group's policy replaces while terminating (spec %+v)", spec)
+		// and places its surge at the replaced index exactly when it also asks for that
+		if p.ReplaceWhileTerminating || p.SurgeAtReplacedIndex {
+			t.Fatalf("a scaling group's policy replaces while terminating or surges at a replaced index (spec %+v)", spec)
 		}
-		if c := decodePolicy(spec, KindClique, want.UpdateRevision, "decode", revs); c.ReplaceWhileTerminating != (replacement == v1alpha1.TerminationStarted) {
+		c := decodePolicy(spec, KindClique, want.UpdateRevision, "decode", revs)
+		if c.ReplaceWhileTerminating != (replacement == v1alpha1.TerminationStarted) {
 			t.Fatalf("clique policy ReplaceWhileTerminating %v under %q", c.ReplaceWhileTerminating, replacement)
+		}
+		if c.SurgeAtReplacedIndex != (replacement == v1alpha1.TerminationStarted && surge == v1alpha1.ReplacedIndex) {
+			t.Fatalf("clique policy SurgeAtReplacedIndex %v under %q and %q", c.SurgeAtReplacedIndex, replacement, surge)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -47,6 +48,11 @@ const (
 	ReasonScaleIn DeleteReason = "scale-in"
 	// ReasonSurgeCleanup deletes a surge unit that is no longer needed.
 	ReasonSurgeCleanup DeleteReason = "surge-cleanup"
+	// ReasonSuperseded deletes an outdated unit beside its successor at the
+	// same index (surgePlacement ReplacedIndex): the successor, available or
+	// the only one of the two that could be, has taken the index over. It is
+	// no update of its own: the successor's creation was.
+	ReasonSuperseded DeleteReason = "superseded"
 )
 
 // Unit is one observed unit of a level.
@@ -64,6 +70,9 @@ type Unit struct {
 	Terminating bool
 	CreatedAt   time.Time
 	ReadySince  time.Time
+	// Key names the unit where an index can hold two live units (a pod's
+	// name); a Delete carries it back. Empty at levels that never do.
+	Key string
 }
 
 // Policy is everything one level needs to decide its next actions.
@@ -92,6 +101,10 @@ type Policy struct {
 	// neither counts toward Replicas+maxSurge nor holds its index, so its
 	// replacement starts at once. Otherwise it does both until it is gone.
 	ReplaceWhileTerminating bool
+	// SurgeAtReplacedIndex (a clique's surgePlacement ReplacedIndex, with
+	// ReplaceWhileTerminating): a surge unit starts at the index of an
+	// outdated unit, beside it, instead of at an index >= Replicas.
+	SurgeAtReplacedIndex bool
 }
 
 // Create asks for a unit to be created.
@@ -101,10 +114,12 @@ type Create struct {
 	Surge    bool
 }
 
-// Delete asks for a unit to be deleted.
+// Delete asks for a unit to be deleted: the unit with Key at Index (the
+// index's one live unit when the level's units carry no keys).
 type Delete struct {
 	Index  int32
 	Reason DeleteReason
+	Key    string
 }
 
 // LevelStatus is the status of one level, computed from the units observed.
@@ -172,8 +187,11 @@ func PlanLevel(p Policy, units []Unit) (LevelPlan, error) {
 	}
 	v := observeLevel(p, fp, units, true)
 	var plan LevelPlan
-	plan.Creates = v.creates()
+	// deletes first: a successor goes beside an outdated unit this plan keeps,
+	// and what they free may be refilled at once (release)
 	plan.Deletes = v.deletes()
+	v.release()
+	plan.Creates = v.creates()
 	plan.Status = v.status(plan.Deletes)
 	return plan, nil
 }
@@ -190,6 +208,9 @@ type levelView struct {
 	// leaving[i]: index i < Replicas holds only terminating units. A refill will
 	// take it, so it keeps its claim on the cap ahead of higher empty indices.
 	leaving []bool
+	// keeper[i] is the position of the live unit index i < Replicas keeps when
+	// it holds more than one (see keepers); nil when no index does.
+	keeper []int32
 
 	total, live, scheduled, ready, available int32
 	updatedRegular, updatedReadyRegular      int32
@@ -198,8 +219,22 @@ type levelView struct {
 	vacancies int32
 
 	// positions in units of: live outdated units that may update, unavailable ones
-	// (failed) and available ones (healthy); live units at indices >= Replicas.
-	failed, healthy, misplaced []int32
+	// (failed) and available ones (healthy); live units at indices >= Replicas;
+	// live units beside the unit their index keeps (extra).
+	failed, healthy, misplaced, extra []int32
+	// successors counts extras that are outdated units beside their successor:
+	// surge under way.
+	successors int32
+	// crowded counts the live units of each index that holds an extra: none
+	// takes a successor.
+	crowded map[int32]int32
+
+	// set by deletes for creates: the healthy positions it deletes, how many
+	// updatable units it deletes (each refill will take the cap), and the
+	// positions of every unit it deletes.
+	deleting      []int32
+	updateDeletes int64
+	removed       []int32
 }
 
 func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) levelView {
@@ -209,6 +244,7 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 		// looks past replicas + 2×units: a huge maxSurge allocates nothing more.
 		v.occupied = make([]bool, int(max(p.Replicas, 0))+min(int(fp.MaxSurge), len(units))+len(units)+1)
 	}
+	v.keeper = v.keepers()
 	liveEligible := int32(0)
 	// healthy fills a shared buffer from the front, failed from the back
 	buf := make([]int32, len(units))
@@ -251,6 +287,17 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 			v.misplaced = append(v.misplaced, int32(i))
 			continue
 		}
+		if v.keeper != nil && v.keeper[u.Index] != int32(i) {
+			v.extra = append(v.extra, int32(i))
+			if v.crowded == nil {
+				v.crowded = map[int32]int32{}
+			}
+			v.crowded[u.Index] = max(v.crowded[u.Index], 1) + 1
+			if v.supersededBy(u, &units[v.keeper[u.Index]]) {
+				v.successors++
+			}
+			continue
+		}
 		v.countUpdated(u)
 		if u.Index < p.Partition {
 			continue
@@ -277,6 +324,59 @@ func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) lev
 	v.healthy, v.failed = buf[:nHealthy:nHealthy], buf[len(buf)-nFailed:]
 	v.vacancies = max(0, p.Replicas-max(p.Partition, 0)) - liveEligible
 	return v
+}
+
+// keepers picks the unit each index in [0, Replicas) keeps when it holds more
+// than one live unit: a successor beside the outdated unit it replaces, or a
+// duplicate. It returns nil when no index does, which is the common case.
+func (v *levelView) keepers() []int32 {
+	if v.p.Replicas <= 0 || len(v.units) < 2 {
+		return nil
+	}
+	keep := make([]int32, v.p.Replicas)
+	for i := range keep {
+		keep[i] = -1
+	}
+	shared := false
+	for i := range v.units {
+		u := &v.units[i]
+		if u.Terminating || u.Index < 0 || u.Index >= v.p.Replicas {
+			continue
+		}
+		switch k := keep[u.Index]; {
+		case k < 0:
+			keep[u.Index] = int32(i)
+		case v.keepsBefore(u, &v.units[k]):
+			keep[u.Index], shared = int32(i), true
+		default:
+			shared = true
+		}
+	}
+	if !shared {
+		return nil
+	}
+	return keep
+}
+
+// keepsBefore reports whether an index keeps a rather than b: the unit at the
+// update revision, then the available one, then the older, then by key.
+func (v *levelView) keepsBefore(a, b *Unit) bool {
+	if x, y := a.Revision == v.p.UpdateRevision, b.Revision == v.p.UpdateRevision; x != y {
+		return x
+	}
+	if a.Available != b.Available {
+		return a.Available
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.Key < b.Key
+}
+
+// supersededBy reports whether extra u is an outdated unit whose index now
+// keeps its successor at the update revision: deleting it is its update.
+func (v *levelView) supersededBy(u, keeper *Unit) bool {
+	return u.Revision != v.p.UpdateRevision && keeper.Revision == v.p.UpdateRevision && u.Index >= v.p.Partition
 }
 
 func (v *levelView) countUpdated(u *Unit) {
@@ -306,12 +406,13 @@ func (v *levelView) updateRoom() int64 {
 }
 
 // surgeWanted is how many surge units the rollout can use: one per outdated unit
-// still allowed to update, at most maxSurge.
+// still allowed to update, at most maxSurge. Successors already beside their
+// outdated units are not counted: they are surge in use.
 func (v *levelView) surgeWanted() int32 {
 	if v.p.Type == v1alpha1.OnDeleteStrategyType {
 		return 0
 	}
-	return int32(min(int64(v.fp.MaxSurge), int64(v.outdatedEligible()), v.updateRoom()))
+	return int32(min(int64(v.fp.MaxSurge)-int64(v.successors), int64(v.outdatedEligible()), v.updateRoom()))
 }
 
 func (v *levelView) maxTotal() int32 { return max(v.p.Replicas, 0) + v.fp.MaxSurge }
@@ -339,6 +440,9 @@ func (v *levelView) creates() []Create {
 		total++
 	}
 	need := v.surgeWanted() - v.liveMisplaced()
+	if v.p.ReplaceWhileTerminating && v.p.SurgeAtReplacedIndex {
+		return v.successorCreates(out, min(int64(need), int64(v.maxTotal()-total)))
+	}
 	for i := max(v.p.Replicas, 0); need > 0 && total < v.maxTotal() && int(i) < len(v.occupied); i++ {
 		if v.occupied[i] {
 			continue
@@ -348,6 +452,37 @@ func (v *levelView) creates() []Create {
 		total++
 		need--
 	}
+	return out
+}
+
+// successorCreates spends the surge, at a level that places it at the
+// replaced index (SurgeAtReplacedIndex), on successors: a unit at the update revision beside an
+// available outdated unit, at its index, in update order, skipping those this
+// plan deletes. When the successor is available the outdated unit is deleted
+// (see deletes), so the surge unit is never one to remove at the end, as a
+// Deployment's new pods are not. Each successor takes the cap as a refill does.
+func (v *levelView) successorCreates(out []Create, n int64) []Create {
+	n = min(n, v.updateRoom()-v.updateDeletes)
+	if n <= 0 {
+		return out
+	}
+	candidates := v.healthy
+	if len(v.deleting) > 0 || len(v.crowded) > 0 {
+		deleting := make(map[int32]bool, len(v.deleting))
+		for _, i := range v.deleting {
+			deleting[i] = true
+		}
+		candidates = make([]int32, 0, len(v.healthy))
+		for _, i := range v.healthy {
+			if _, crowded := v.crowded[v.units[i].Index]; !deleting[i] && !crowded {
+				candidates = append(candidates, i)
+			}
+		}
+	}
+	for _, i := range v.firstInOrder(candidates, byUpdateOrder, int(min(n, int64(len(candidates))))) {
+		out = append(out, Create{Index: v.units[i].Index, Revision: v.p.UpdateRevision})
+	}
+	slices.SortFunc(out, func(a, b Create) int { return cmp.Compare(a.Index, b.Index) })
 	return out
 }
 
@@ -371,28 +506,93 @@ func (b *budget) spend(u *Unit) bool {
 func (v *levelView) deletes() []Delete {
 	b := &budget{available: v.available, floor: v.minAvailable()}
 	var out []Delete
-	// at most: the failed within the cap, the healthy within the budget, the misplaced
+	// at most: the failed within the cap, the healthy within the budget, the misplaced, the extras
 	room, slack := v.updateRoom(), int64(max(0, b.available-b.floor))
-	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)); n > 0 && v.p.Type != v1alpha1.OnDeleteStrategyType {
+	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)+len(v.extra)); n > 0 {
 		out = make([]Delete, 0, n)
 	}
+	// extras first: an outdated unit beside its available successor is the
+	// step of the update furthest along
+	out = v.removeExtras(b, out)
 	if v.p.Type == v1alpha1.OnDeleteStrategyType {
 		out = v.scaleIn(b, out)
 	} else {
 		room := v.updateRoom()
 		failed := v.firstInOrder(v.failed, byUpdateOrder, int(room))
 		for _, i := range failed {
-			out = append(out, Delete{Index: v.units[i].Index, Reason: ReasonReplaceFailed})
+			out = v.remove(out, i, ReasonReplaceFailed)
 		}
 		out = v.cleanupMisplaced(b, out)
 		// every healthy candidate is available: the budget decides how many go
 		k := min(room-int64(len(failed)), int64(b.available-b.floor))
-		for _, i := range v.firstInOrder(v.healthy, byUpdateOrder, int(k)) {
+		v.deleting = v.firstInOrder(v.healthy, byUpdateOrder, int(k))
+		for _, i := range v.deleting {
 			b.spend(&v.units[i])
-			out = append(out, Delete{Index: v.units[i].Index, Reason: ReasonUpdate})
+			out = v.remove(out, i, ReasonUpdate)
 		}
+		v.updateDeletes = int64(len(failed) + len(v.deleting))
 	}
-	slices.SortFunc(out, func(a, b Delete) int { return cmp.Compare(a.Index, b.Index) })
+	slices.SortFunc(out, func(a, b Delete) int { return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Key, b.Key)) })
+	return out
+}
+
+// remove appends the delete of the unit at position i.
+func (v *levelView) remove(out []Delete, i int32, reason DeleteReason) []Delete {
+	v.removed = append(v.removed, i)
+	u := &v.units[i]
+	return append(out, Delete{Index: u.Index, Reason: reason, Key: u.Key})
+}
+
+// release, at a level that replaces while terminating, lets the creates of
+// the same plan use what its deletes free: a deleted unit counts no more, and
+// its index is free unless another live unit stays there. A refill or the next
+// surge unit then starts in the same pass as the delete, not one pass later.
+func (v *levelView) release() {
+	if !v.p.ReplaceWhileTerminating {
+		return
+	}
+	for _, i := range v.removed {
+		u := &v.units[i]
+		v.total--
+		if u.Index < 0 || int(u.Index) >= len(v.occupied) {
+			continue
+		}
+		if n, ok := v.crowded[u.Index]; ok && n > 1 {
+			v.crowded[u.Index] = n - 1
+			continue
+		}
+		v.occupied[u.Index] = false
+	}
+}
+
+// removeExtras deletes the live units beside the unit their index keeps, once
+// the kept one is available (at once when the extra is unavailable itself): an
+// outdated unit beside its successor as superseded, anything else as the
+// surplus it is (under OnDelete, a scale-in).
+func (v *levelView) removeExtras(b *budget, out []Delete) []Delete {
+	extra := slices.Clone(v.extra)
+	slices.SortFunc(extra, func(a, b int32) int {
+		x, y := &v.units[a], &v.units[b]
+		return cmp.Or(cmp.Compare(x.Index, y.Index), cmp.Compare(x.Key, y.Key), x.CreatedAt.Compare(y.CreatedAt))
+	})
+	for _, i := range extra {
+		u := &v.units[i]
+		kept := &v.units[v.keeper[u.Index]]
+		if u.Available && !kept.Available {
+			continue // the index still needs it
+		}
+		if !b.spend(u) {
+			continue
+		}
+		reason := ReasonSurgeCleanup
+		switch {
+		case v.p.Type == v1alpha1.OnDeleteStrategyType:
+			reason = ReasonScaleIn
+		case v.supersededBy(u, kept):
+			reason = ReasonSuperseded
+		}
+		out = v.remove(out, i, reason)
+	}
 	return out
 }
 
@@ -403,35 +603,36 @@ func (v *levelView) deletes() []Delete {
 // outdated units it was made for may have failed and gone meanwhile), as a
 // Deployment never scales its new pods down to make up for old ones lost.
 func (v *levelView) cleanupMisplaced(b *budget, out []Delete) []Delete {
-	excess := v.liveMisplaced() - v.surgeWanted()
+	excess := v.liveMisplaced() - max(0, v.surgeWanted())
 	for _, i := range v.inOrder(v.misplaced, byMisplacedOrder, int(excess)) {
 		u := &v.units[i]
 		if u.Surge && u.Revision == v.p.UpdateRevision && !u.Available && b.available < v.p.Replicas {
 			continue
 		}
 		if b.spend(u) {
-			out = append(out, Delete{Index: u.Index, Reason: misplacedReason(u)})
+			out = v.remove(out, i, misplacedReason(u))
 		}
 	}
 	return out
 }
 
-// scaleIn removes live units above Replicas under OnDelete, in the ScaleIn order.
+// scaleIn removes live units above Replicas under OnDelete, in the ScaleIn
+// order; extras are left to removeExtras.
 func (v *levelView) scaleIn(b *budget, out []Delete) []Delete {
-	excess := v.live - v.p.Replicas
+	excess := v.live - int32(len(v.extra)) - v.p.Replicas
 	if excess <= 0 {
 		return out
 	}
 	live := make([]int32, 0, v.live)
 	for i := range v.units {
-		if !v.units[i].Terminating {
+		if u := &v.units[i]; !u.Terminating && (v.keeper == nil || u.Index < 0 || u.Index >= v.p.Replicas || v.keeper[u.Index] == int32(i)) {
 			live = append(live, int32(i))
 		}
 	}
 	for _, i := range v.inOrder(live, byScaleInOrder, int(excess)) {
 		u := &v.units[i]
 		if b.spend(u) {
-			out = append(out, Delete{Index: u.Index, Reason: misplacedReason(u)})
+			out = v.remove(out, i, misplacedReason(u))
 		}
 	}
 	return out
@@ -444,8 +645,8 @@ func misplacedReason(u *Unit) DeleteReason {
 	return ReasonScaleIn
 }
 
-// orderKey ranks units; smaller goes first. Keys are unique because the last
-// field always involves the index.
+// orderKey ranks units; smaller goes first. The last field always involves
+// the index, so only units sharing an index tie (keyedPos breaks that tie).
 type orderKey [3]int64
 
 func (a orderKey) compare(b orderKey) int {
@@ -498,7 +699,7 @@ func (v *levelView) inOrder(pos []int32, order keyOrder, k int) []int32 {
 		return nil
 	}
 	keyed := v.keyed(pos, order)
-	slices.SortFunc(keyed, func(a, b keyedPos) int { return a.key.compare(b.key) })
+	slices.SortFunc(keyed, keyedPos.compare)
 	out := make([]int32, min(k, len(keyed)))
 	for i := range out {
 		out[i] = keyed[i].pos
@@ -535,10 +736,11 @@ func (v *levelView) keyed(pos []int32, order keyOrder) []keyedPos {
 			key = v.updateKey(u)
 		case byMisplacedOrder:
 			key = v.misplacedKey(u)
+
 		default:
 			key = v.scaleInKey(u)
 		}
-		keyed[i] = keyedPos{key: key, pos: p}
+		keyed[i] = keyedPos{key: key, tie: u.Key, pos: p}
 	}
 	return keyed
 }
@@ -554,31 +756,38 @@ const (
 
 type keyedPos struct {
 	key orderKey
+	// tie is the unit's Key: units that share an index are ranked by it
+	tie string
 	pos int32
 }
 
+func (a keyedPos) compare(b keyedPos) int {
+	return cmp.Or(a.key.compare(b.key), strings.Compare(a.tie, b.tie))
+}
+
 // selectSmallest reorders ks so that its first k elements are the k smallest
-// keys (quickselect with a median-of-three pivot; keys are unique).
+// keys (quickselect with a median-of-three pivot; keys are unique but for
+// units without a Key sharing an index, which are alike).
 func selectSmallest(ks []keyedPos, k int) {
 	lo, hi := 0, len(ks)-1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if ks[mid].key.compare(ks[lo].key) < 0 {
+		if ks[mid].compare(ks[lo]) < 0 {
 			ks[mid], ks[lo] = ks[lo], ks[mid]
 		}
-		if ks[hi].key.compare(ks[lo].key) < 0 {
+		if ks[hi].compare(ks[lo]) < 0 {
 			ks[hi], ks[lo] = ks[lo], ks[hi]
 		}
-		if ks[hi].key.compare(ks[mid].key) < 0 {
+		if ks[hi].compare(ks[mid]) < 0 {
 			ks[hi], ks[mid] = ks[mid], ks[hi]
 		}
-		pivot := ks[mid].key
+		pivot := ks[mid]
 		i, j := lo, hi
 		for i <= j {
-			for ks[i].key.compare(pivot) < 0 {
+			for ks[i].compare(pivot) < 0 {
 				i++
 			}
-			for ks[j].key.compare(pivot) > 0 {
+			for ks[j].compare(pivot) > 0 {
 				j--
 			}
 			if i <= j {
@@ -613,7 +822,7 @@ func (v *levelView) status(deletes []Delete) LevelStatus {
 		s.SelectedToUpdate = make([]int32, 0, len(deletes))
 	}
 	for _, d := range deletes {
-		if d.Reason == ReasonUpdate || d.Reason == ReasonReplaceFailed {
+		if d.Reason == ReasonUpdate || d.Reason == ReasonReplaceFailed || d.Reason == ReasonSuperseded {
 			s.SelectedToUpdate = append(s.SelectedToUpdate, d.Index)
 		}
 	}
@@ -641,8 +850,9 @@ func Inputs(p Policy, units []Unit) []any {
 	if p.MaxUpdated != nil {
 		maxUpdated = fmt.Sprint(*p.MaxUpdated)
 	}
-	policy := fmt.Sprintf("%s replicas=%d maxSurge=%s maxUnavailable=%s maxUpdated=%s partition=%d update=%s current=%s replaceWhileTerminating=%t",
-		p.Type, p.Replicas, p.MaxSurge.String(), p.MaxUnavailable.String(), maxUpdated, p.Partition, p.UpdateRevision, p.CurrentRevision, p.ReplaceWhileTerminating)
+	policy := fmt.Sprintf("%s replicas=%d maxSurge=%s maxUnavailable=%s maxUpdated=%s partition=%d update=%s current=%s replaceWhileTerminating=%t surgeAtReplacedIndex=%t",
+		p.Type, p.Replicas, p.MaxSurge.String(), p.MaxUnavailable.String(), maxUpdated, p.Partition, p.UpdateRevision, p.CurrentRevision,
+		p.ReplaceWhileTerminating, p.SurgeAtReplacedIndex)
 	us := make([]string, 0, len(units))
 	for _, u := range units {
 		state := ""

@@ -33,6 +33,7 @@ func drawPolicy(t *rapid.T) Policy {
 		UpdateOrder:             rapid.SampledFrom([]UpdateOrder{OldestFirst, LowestIndexFirst}).Draw(t, "order"),
 		ScaleIn:                 rapid.SampledFrom([]ScaleInOrder{OutdatedFirst, HighestIndexFirst}).Draw(t, "scaleIn"),
 		ReplaceWhileTerminating: rapid.Bool().Draw(t, "replace while terminating"),
+		SurgeAtReplacedIndex:    rapid.Bool().Draw(t, "surge at replaced index"),
 	}
 	if rapid.Bool().Draw(t, "capped") {
 		p.MaxUpdated = ptr.To(int32(rapid.IntRange(0, 8).Draw(t, "maxUpdated")))
@@ -40,11 +41,16 @@ func drawPolicy(t *rapid.T) Policy {
 	return p
 }
 
-// drawUnits draws units at distinct indices in [0, 12) with random revisions and health.
-func drawUnits(t *rapid.T) []Unit {
-	idx := rapid.SliceOfNDistinct(rapid.Int32Range(0, 11), 0, 12, rapid.ID[int32]).Draw(t, "indices")
+// drawSharedUnits draws units at indices in [0, 12) with random revisions and
+// health; some share an index (a successor beside its outdated unit, or a
+// duplicate). Each has its own key.
+func drawSharedUnits(t *rapid.T) []Unit {
+	return drawUnitsAt(t, rapid.SliceOfN(rapid.Int32Range(0, 11), 0, 14).Draw(t, "indices"))
+}
+
+func drawUnitsAt(t *rapid.T, idx []int32) []Unit {
 	var units []Unit
-	for _, i := range idx {
+	for k, i := range idx {
 		ready := rapid.Bool().Draw(t, "ready")
 		units = append(units, Unit{
 			Index:       i,
@@ -55,6 +61,7 @@ func drawUnits(t *rapid.T) []Unit {
 			Available:   ready && rapid.Bool().Draw(t, "available"),
 			Terminating: rapid.IntRange(0, 4).Draw(t, "terminating") == 0,
 			CreatedAt:   epoch.Add(time.Duration(rapid.IntRange(0, 100).Draw(t, "age")) * time.Second),
+			Key:         fmt.Sprintf("u%d", k),
 		})
 	}
 	return units
@@ -65,7 +72,7 @@ func drawUnits(t *rapid.T) []Unit {
 func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := drawPolicy(t)
-		units := drawUnits(t)
+		units := drawSharedUnits(t)
 		plan, err := PlanLevel(p, units)
 		if err != nil {
 			t.Fatalf("PlanLevel: %v", err)
@@ -74,11 +81,25 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 		if p.Type == v1alpha1.OnDeleteStrategyType {
 			fp.MaxSurge = 0
 		}
-		// under ReplaceWhileTerminating terminating units hold nothing
-		counts := func(u *Unit) bool { return !p.ReplaceWhileTerminating || !u.Terminating }
-		at := func(i int32) *Unit {
+		// under ReplaceWhileTerminating terminating units hold nothing, nor do
+		// the units this plan deletes: their refills may start in the same plan
+		deleted := map[string]bool{}
+		for _, d := range plan.Deletes {
+			deleted[d.Key] = true
+		}
+		counts := func(u *Unit) bool { return !p.ReplaceWhileTerminating || !u.Terminating && !deleted[u.Key] }
+		at := func(i int32) []*Unit {
+			var out []*Unit
 			for k := range units {
 				if units[k].Index == i && counts(&units[k]) {
+					out = append(out, &units[k])
+				}
+			}
+			return out
+		}
+		byKey := func(d Delete) *Unit {
+			for k := range units {
+				if units[k].Key == d.Key && units[k].Index == d.Index {
 					return &units[k]
 				}
 			}
@@ -96,8 +117,14 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 		}
 		newCreates := int32(0)
 		for _, c := range plan.Creates {
-			if at(c.Index) != nil {
-				t.Fatalf("create at occupied index %d", c.Index)
+			// an occupied index takes only a successor: at a level that places
+			// surge at the replaced index (and replaces while terminating),
+			// beside its one live unit, outdated and available
+			if there := at(c.Index); len(there) > 0 {
+				if !p.ReplaceWhileTerminating || !p.SurgeAtReplacedIndex || len(there) > 1 || there[0].Terminating || there[0].Revision == p.UpdateRevision ||
+					!there[0].Available || c.Revision != p.UpdateRevision || c.Index >= p.Replicas {
+					t.Fatalf("create %+v at occupied index %d: %+v", c, c.Index, there)
+				}
 			}
 			if c.Surge != (c.Index >= p.Replicas) {
 				t.Fatalf("create %+v: surge flag must match index >= replicas %d", c, p.Replicas)
@@ -117,7 +144,7 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 			}
 		}
 		for _, d := range plan.Deletes {
-			u := at(d.Index)
+			u := byKey(d)
 			if u == nil || u.Terminating {
 				t.Fatalf("delete of missing or terminating unit %d", d.Index)
 			}
@@ -128,11 +155,22 @@ func TestPlanLevel_EveryPlanKeepsTheLevelInvariants(t *testing.T) {
 				if p.Type == v1alpha1.OnDeleteStrategyType {
 					t.Fatalf("OnDelete deleted unit %d for an update", d.Index)
 				}
+				// (an unavailable duplicate also goes for free, as surplus)
 				if u.Index < p.Partition || u.Index >= p.Replicas || u.Revision == p.UpdateRevision {
 					t.Fatalf("update delete of unit %+v (partition %d, replicas %d)", u, p.Partition, p.Replicas)
 				}
 				if d.Reason == ReasonReplaceFailed && u.Available {
 					t.Fatalf("replace-failed of an available unit %d", d.Index)
+				}
+			}
+			// superseded: an outdated unit beside a live unit of the update
+			// revision at its index, which is available unless the outdated one is not
+			if d.Reason == ReasonSuperseded {
+				succ := slices.ContainsFunc(at(d.Index), func(o *Unit) bool {
+					return o != u && !o.Terminating && o.Revision == p.UpdateRevision && (o.Available || !u.Available)
+				})
+				if p.Type == v1alpha1.OnDeleteStrategyType || u.Revision == p.UpdateRevision || !succ {
+					t.Fatalf("superseded delete of %+v beside %v", *u, at(d.Index))
 				}
 			}
 		}
@@ -162,7 +200,7 @@ func TestRollingUpdate_AlwaysConvergesWhenUnitsBecomeReady(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		p := drawPolicy(rt)
 		p.Type, p.MaxUpdated, p.Partition = v1alpha1.RollingUpdateStrategyType, nil, 0
-		units := drawUnits(rt)
+		units := drawSharedUnits(rt)
 		for i := range units {
 			units[i].Terminating = false
 			if !units[i].Available {

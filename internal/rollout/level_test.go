@@ -28,6 +28,7 @@ type ticker struct {
 	never   func(c Create) bool // a created unit that never becomes ready
 	actions []string
 	maxSeen int32
+	maxLive int32
 	minAvl  int32
 }
 
@@ -61,12 +62,11 @@ func (k *ticker) step() bool {
 		k.t.Fatalf("PlanLevel: %v", err)
 	}
 	for _, d := range plan.Deletes {
-		at := slices.IndexFunc(k.units, func(u Unit) bool { return u.Index == d.Index })
-		k.units[at].Terminating = true
+		k.units[unitOf(k.t, k.units, d)].Terminating = true
 		k.actions = append(k.actions, fmt.Sprintf("delete %d %s", d.Index, d.Reason))
 	}
 	for _, c := range plan.Creates {
-		u := Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: now}
+		u := Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: now, Key: fmt.Sprintf("%d@%d", c.Index, k.tick)}
 		if k.never(c) {
 			u.Scheduled = true // scheduled but never ready
 		}
@@ -78,14 +78,31 @@ func (k *ticker) step() bool {
 		k.actions = append(k.actions, s)
 	}
 	k.maxSeen = max(k.maxSeen, int32(len(k.units)))
-	avl := int32(0)
+	avl, live := int32(0), int32(0)
 	for _, u := range k.units {
 		if u.Available && !u.Terminating {
 			avl++
 		}
+		if !u.Terminating {
+			live++
+		}
 	}
 	k.minAvl = min(k.minAvl, avl)
+	k.maxLive = max(k.maxLive, live)
 	return len(plan.Creates)+len(plan.Deletes) > 0
+}
+
+// unitOf is the position of the live unit a delete names (units made by the
+// tests' own creates carry keys, the starting units none).
+func unitOf(t testing.TB, units []Unit, d Delete) int {
+	t.Helper()
+	at := slices.IndexFunc(units, func(u Unit) bool {
+		return !u.Terminating && u.Index == d.Index && u.Key == d.Key
+	})
+	if at < 0 {
+		t.Fatalf("delete %+v names no live unit", d)
+	}
+	return at
 }
 
 // run ticks until nothing moves for two ticks or the limit is hit.
@@ -268,7 +285,7 @@ func TestRollingUpdate_ReplacesUnavailableOldUnitsWithoutSpendingBudget(t *testi
 		t.Fatal(err)
 	}
 	// 2 available < floor 3 already: only the broken old units go, for free.
-	want := []Delete{{2, ReasonReplaceFailed}, {3, ReasonReplaceFailed}}
+	want := []Delete{{Index: 2, Reason: ReasonReplaceFailed}, {Index: 3, Reason: ReasonReplaceFailed}}
 	if !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
 	}
@@ -391,7 +408,7 @@ func TestRollingUpdate_ReplicasChangeAloneStartsNoRollout(t *testing.T) {
 func TestRollingUpdate_ScaleInRemovesHighestIndicesAndKeepsNoHoles(t *testing.T) {
 	p := Policy{Replicas: 2, UpdateRevision: "v1", ScaleIn: HighestIndexFirst, UpdateOrder: LowestIndexFirst}
 	plan, _ := PlanLevel(p, steadyUnits(5, "v1"))
-	want := []Delete{{2, ReasonScaleIn}, {3, ReasonScaleIn}, {4, ReasonScaleIn}}
+	want := []Delete{{Index: 2, Reason: ReasonScaleIn}, {Index: 3, Reason: ReasonScaleIn}, {Index: 4, Reason: ReasonScaleIn}}
 	if !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
 	}
@@ -434,7 +451,7 @@ func TestOnDelete_ScaleInRemovesOutdatedPodsFirst(t *testing.T) {
 	units[1].Revision, units[3].Revision = "old", "old"
 	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 3, UpdateRevision: "new", ScaleIn: OutdatedFirst}
 	plan, _ := PlanLevel(p, units)
-	if want := []Delete{{1, ReasonScaleIn}, {3, ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
+	if want := []Delete{{Index: 1, Reason: ReasonScaleIn}, {Index: 3, Reason: ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
 	}
 	// the survivors keep their indices: no churn to close the hole
@@ -453,7 +470,7 @@ func TestOnDelete_ScalingGroupScaleInRemovesHighestIndexFirst(t *testing.T) {
 	units[1].Revision = "old"
 	p := Policy{Type: v1alpha1.OnDeleteStrategyType, Replicas: 3, UpdateRevision: "new", ScaleIn: HighestIndexFirst}
 	plan, _ := PlanLevel(p, units)
-	if want := []Delete{{3, ReasonScaleIn}, {4, ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
+	if want := []Delete{{Index: 3, Reason: ReasonScaleIn}, {Index: 4, Reason: ReasonScaleIn}}; !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
 	}
 }
@@ -522,15 +539,12 @@ func TestPlanLevel_ReplaceWhileTerminatingNeverWaitsForDeletions(t *testing.T) {
 				break
 			}
 			for _, d := range plan.Deletes {
-				for i := range units {
-					if units[i].Index == d.Index && !units[i].Terminating {
-						units[i].Terminating, units[i].Available, units[i].Ready = true, false, false
-					}
-				}
+				u := &units[unitOf(t, units, d)]
+				u.Terminating, u.Available, u.Ready = true, false, false
 			}
 			live := 0
 			for _, c := range plan.Creates {
-				units = append(units, Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
+				units = append(units, Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true, Key: fmt.Sprintf("%d@%d", c.Index, wave)})
 			}
 			for i := range units {
 				if !units[i].Terminating {
@@ -631,7 +645,7 @@ func TestInputs_NameThePolicyAndEachUnitsState(t *testing.T) {
 		{Index: 2, Revision: "new", Surge: true, Scheduled: true, Ready: true, Available: true},
 	})
 	want := []any{
-		"policy", "RollingUpdate replicas=2 maxSurge=1 maxUnavailable=0 maxUpdated=1 partition=0 update=new current=old replaceWhileTerminating=false",
+		"policy", "RollingUpdate replicas=2 maxSurge=1 maxUnavailable=0 maxUpdated=1 partition=0 update=new current=old replaceWhileTerminating=false surgeAtReplacedIndex=false",
 		"units", []string{"0@old:t", "2@new:sra+"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -656,6 +670,82 @@ func TestPlanLevel_ASurgeUnitOnItsWayStaysWhileTheLevelIsShort(t *testing.T) {
 	r0.Index, r1.Index = 0, 1
 	plan, _ = PlanLevel(p, []Unit{r0, r1, surge})
 	if want := []Delete{{Index: 2, Reason: ReasonSurgeCleanup}}; !slices.Equal(plan.Deletes, want) {
+		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
+	}
+}
+
+// With surgePlacement ReplacedIndex the surge goes beside the outdated unit
+// it replaces, at its index, and that unit is deleted once its successor is
+// available: a rollout of n units takes n waves with maxSurge 1, as a
+// Deployment's does, and never makes a unit to remove at the end. Without it
+// (AboveReplicas), or under TerminationComplete, which never runs two live
+// units at one index, the surge unit takes an index of its own.
+func TestPlanLevel_SurgeAtReplacedIndexGoesBesideTheOutdatedUnit(t *testing.T) {
+	p := Policy{Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+		UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true, SurgeAtReplacedIndex: true}
+	k := newTicker(t, p, steadyUnits(3, "old"))
+	k.run(50)
+	assertActions(t, k.actions, []string{
+		"create 0 new",
+		"delete 0 superseded", "create 1 new",
+		"delete 1 superseded", "create 2 new",
+		"delete 2 superseded",
+	})
+	if k.minAvl < 3 || k.maxLive > 4 {
+		t.Fatalf("available fell to %d or live units rose to %d (want >= 3 and <= 4)", k.minAvl, k.maxLive)
+	}
+
+	for _, q := range []Policy{
+		{Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0), UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true},
+		{Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0), UpdateRevision: "new", CurrentRevision: "old", SurgeAtReplacedIndex: true},
+	} {
+		k = newTicker(t, q, steadyUnits(3, "old"))
+		k.run(50)
+		if k.actions[0] != "create 3 new surge" {
+			t.Fatalf("%+v: the surge unit should take index 3: %v", q, k.actions)
+		}
+	}
+}
+
+// A successor that never becomes available holds its outdated unit in place:
+// the index keeps serving, and the surge stays spent on it.
+func TestPlanLevel_OutdatedUnitStaysUntilItsSuccessorIsAvailable(t *testing.T) {
+	p := Policy{Replicas: 3, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+		UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true, SurgeAtReplacedIndex: true}
+	k := newTicker(t, p, steadyUnits(3, "old"))
+	k.never = func(c Create) bool { return c.Index == 0 }
+	k.run(50)
+	assertActions(t, k.actions, []string{"create 0 new"})
+	if got := k.indices(); !slices.Equal(got, []string{"0@new", "0@old", "1@old", "2@old"}) {
+		t.Fatalf("units %v", got)
+	}
+}
+
+// An outdated unit beside its successor is deleted as superseded once the
+// successor is available, and named by its key; one that is unavailable goes
+// at once, for free.
+func TestPlanLevel_DeletesTheOutdatedUnitBesideItsSuccessorByKey(t *testing.T) {
+	p := Policy{Replicas: 2, MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+		UpdateRevision: "new", CurrentRevision: "old", ReplaceWhileTerminating: true, SurgeAtReplacedIndex: true}
+	units := []Unit{
+		{Index: 0, Revision: "old", Ready: true, Available: true, Key: "a-0"},
+		{Index: 0, Revision: "new", Ready: true, Available: true, Key: "a-0-x", CreatedAt: epoch},
+		{Index: 1, Revision: "old", Ready: true, Available: true, Key: "a-1"},
+	}
+	plan, err := PlanLevel(p, units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Delete{{Index: 0, Reason: ReasonSuperseded, Key: "a-0"}}; !slices.Equal(plan.Deletes, want) {
+		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
+	}
+	if s := plan.Status; s.Replicas != 3 || s.UpdatedReplicas != 1 || s.Complete {
+		t.Fatalf("status %+v: want 3 live, 1 updated, not complete", s)
+	}
+	units[1].Ready, units[1].Available = false, false
+	units[0].Ready, units[0].Available = false, false
+	plan, _ = PlanLevel(p, units)
+	if want := []Delete{{Index: 0, Reason: ReasonSuperseded, Key: "a-0"}}; !slices.Equal(plan.Deletes, want) {
 		t.Fatalf("deletes %v, want %v", plan.Deletes, want)
 	}
 }

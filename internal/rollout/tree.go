@@ -67,7 +67,7 @@ func PlanTree(in SetInput) (TreePlan, error) {
 			}
 			r := shape.role(ct.Role)
 			spec := EncodeTarget(*ct.Target, in.Revisions, ct.Role, r.limits, ChildReplicas(observedClique(obs, ct.Role), r.replicas),
-				in.Spec.PodReplacementPolicy)
+				PodRulesOf(in.Spec))
 			pol := decodePolicy(spec, KindClique, ct.Target.UpdateRevision, ct.Role, in.Revisions)
 			lvl, err := PlanLevel(pol, pods)
 			if err != nil {
@@ -103,7 +103,7 @@ func planGroup(revs Revisions, r *roleShape, replica int32, t Target, g *GroupOb
 	if g != nil {
 		observed = &ChildReplicasObservation{Spec: g.SpecReplicas, Template: g.TemplateReplicas}
 	}
-	spec := EncodeTarget(t, revs, r.name, r.limits, ChildReplicas(observed, r.replicas), "")
+	spec := EncodeTarget(t, revs, r.name, r.limits, ChildReplicas(observed, r.replicas), PodRules{})
 	pol := decodePolicy(spec, KindGroup, t.UpdateRevision, r.name, revs)
 	lvl, err := PlanLevel(pol, GroupUnits(r.memberMinimums(), reps))
 	if err != nil {

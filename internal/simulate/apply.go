@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"fmt"
+
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -127,7 +129,7 @@ func (s *sim) applyPods(cp rollout.ChildPlan, c *clique, setRev string, broken b
 		gri = cp.GroupReplica
 	}
 	for _, d := range cp.Level.Deletes {
-		if p := c.live(d.Index); p != nil {
+		if p := c.live(d); p != nil {
 			p.terminate(now, s.sc.Grace)
 			s.record(Action{Level: LevelPodClique, Replica: cp.Replica, Role: cp.Role, Group: cp.Group, GroupReplica: gri, Index: d.Index, Op: OpDelete, From: p.rev, Reason: d.Reason})
 		}
@@ -137,9 +139,11 @@ func (s *sim) applyPods(cp rollout.ChildPlan, c *clique, setRev string, broken b
 		if cp.Kind == rollout.KindClique && cr.Revision != cp.Policy.UpdateRevision {
 			sr = s.setRevisionHolding(cp.Role, cr.Revision)
 		}
-		p := &pod{index: cr.Index, rev: cr.Revision, setRev: sr, surge: cr.Surge, created: now, readyAt: s.readyAt(cp.Role, broken)}
+		beside := c.liveAt(cr.Index) != nil
+		s.pods++
+		p := &pod{name: fmt.Sprintf("pod-%d", s.pods), index: cr.Index, rev: cr.Revision, setRev: sr, surge: cr.Surge, created: now, readyAt: s.readyAt(cp.Role, broken)}
 		c.pods = append(c.pods, p)
-		s.record(Action{Level: LevelPodClique, Replica: cp.Replica, Role: cp.Role, Group: cp.Group, GroupReplica: gri, Index: cr.Index, Op: OpCreate, To: cr.Revision, Surge: cr.Surge})
+		s.record(Action{Level: LevelPodClique, Replica: cp.Replica, Role: cp.Role, Group: cp.Group, GroupReplica: gri, Index: cr.Index, Op: OpCreate, To: cr.Revision, Surge: cr.Surge || beside})
 	}
 }
 
@@ -153,7 +157,12 @@ func (s *sim) setRevisionHolding(role, rev string) string {
 }
 
 func (s *sim) countPods() int {
-	n := 0
-	s.anyPod(func(*pod) bool { n++; return false })
+	now, n := s.clock(), 0
+	s.anyPod(func(p *pod) bool {
+		if !p.terminating || p.goneAt.After(now) { // a pod deleted with no grace is gone at once
+			n++
+		}
+		return false
+	})
 	return n
 }

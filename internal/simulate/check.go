@@ -128,9 +128,9 @@ func checkLevel(name string, p rollout.Policy, units []rollout.Unit, creates []r
 		fp.MaxSurge = 0
 	}
 	before := invariant.Level{Name: name, Strategy: p.Type, Sizes: []invariant.Size{{Replicas: p.Replicas, Fenceposts: fp}},
-		ReplaceWhileTerminating: p.ReplaceWhileTerminating}
+		ReplaceWhileTerminating: p.ReplaceWhileTerminating, SurgeAtReplacedIndex: p.SurgeAtReplacedIndex}
 	for _, u := range units {
-		before.Units = append(before.Units, invariant.Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
+		before.Units = append(before.Units, invariant.Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating, Revision: u.Revision, Key: u.Key})
 	}
 	vs := invariant.CheckLevelPlan(before, creates, deletes)
 	return first(vs)

@@ -11,6 +11,9 @@ import (
 // the planner observes.
 
 type pod struct {
+	// name tells two pods of one index apart (a surge pod beside the pod it
+	// replaces), as a real pod's name does
+	name        string
 	index       int32
 	rev         string // template revision
 	setRev      string // PodCliqueSet revision it was made from
@@ -61,9 +64,20 @@ type cluster struct {
 	replicas []*replica
 }
 
-func (c *clique) live(index int32) *pod {
+// liveAt is a live pod at index (a user deletes one by its index).
+func (c *clique) liveAt(index int32) *pod {
 	for _, p := range c.pods {
 		if p.index == index && !p.terminating {
+			return p
+		}
+	}
+	return nil
+}
+
+// live is the live pod a delete names.
+func (c *clique) live(d rollout.Delete) *pod {
+	for _, p := range c.pods {
+		if p.index == d.Index && p.name == d.Key && !p.terminating {
 			return p
 		}
 	}
@@ -193,7 +207,7 @@ func (c *cluster) observe(minReady int32, now time.Time) []rollout.ReplicaObserv
 			}
 			out = append(out, rollout.Unit{Index: p.index, Revision: p.rev, Surge: p.surge, Scheduled: true, Ready: ready && !p.terminating,
 				Available: !p.terminating && rollout.PodAvailable(ready, since, minReady, now), Terminating: p.terminating,
-				CreatedAt: p.created, ReadySince: since})
+				CreatedAt: p.created, ReadySince: since, Key: p.name})
 		}
 		return out
 	}

@@ -93,6 +93,10 @@ func drawSpec(t *rapid.T) *v1alpha1.PodCliqueSetSpec {
 		st.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: drawSteps(t, spec, roles)}
 	}
 	spec.PodReplacementPolicy = rapid.SampledFrom([]v1alpha1.PodReplacementPolicy{v1alpha1.TerminationStarted, v1alpha1.TerminationComplete}).Draw(t, "pod replacement")
+	spec.SurgePlacement = v1alpha1.AboveReplicas
+	if spec.PodReplacementPolicy == v1alpha1.TerminationStarted && rapid.Bool().Draw(t, "surge at the replaced index") {
+		spec.SurgePlacement = v1alpha1.ReplacedIndex
+	}
 	return withStrategy(spec, st)
 }
 

@@ -89,14 +89,16 @@ func TestDisaggregatedDefault_UpdatesOneReplicaAtATime(t *testing.T) {
 		at := map[string][]string{"0": {"0s", "10s", "20s"}, "1": {"30s", "40s", "50s"}}[r]
 		for i, ts := range at {
 			idx := []string{"0", "1", "2"}[i]
+			// the frontend's pod is refilled in the pass that deletes it
+			// (TerminationStarted); a group replica once it is gone
 			want = append(want,
-				"t="+ts+" delete replica "+r+" frontend pod "+idx+" @frontend@v1 (update)")
+				"t="+ts+" delete replica "+r+" frontend pod "+idx+" @frontend@v1 (update)",
+				"t="+ts+" create replica "+r+" frontend pod "+idx+" @frontend@v2")
 			if i < 2 {
 				want = append(want,
 					"t="+ts+" delete replica "+r+" prefill replica "+idx+" @prefill@v1 (update)",
 					"t="+ts+" delete replica "+r+" decode replica "+idx+" @decode@v1 (update)")
 			}
-			want = append(want, "t="+ts+" create replica "+r+" frontend pod "+idx+" @frontend@v2")
 			if i < 2 {
 				want = append(want,
 					"t="+ts+" create replica "+r+" prefill replica "+idx+" @prefill@v2",

@@ -118,8 +118,10 @@ type Action struct {
 	Index int32 `json:"index"`
 	Op    Op    `json:"op"`
 	// From is the revision of the deleted unit; To the revision of the created one.
-	From   string               `json:"from,omitempty"`
-	To     string               `json:"to,omitempty"`
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// Surge marks a surge unit: above replicas, or beside the outdated unit
+	// it replaces (surgePlacement ReplacedIndex).
 	Surge  bool                 `json:"surge,omitempty"`
 	Reason rollout.DeleteReason `json:"reason,omitempty"`
 	// ByHand marks a deletion from Scenario.Deletions rather than the planner.
@@ -244,6 +246,7 @@ type sim struct {
 	now     time.Duration
 	steps   int
 	created map[string]int // units created per role, for faults
+	pods    int            // pods created, for their names
 	fired   int
 	changes []Change
 	dels    []Deletion
@@ -401,7 +404,7 @@ func (s *sim) deleteByHand(d Deletion) {
 	if c == nil {
 		return
 	}
-	if p := c.live(d.Index); p != nil {
+	if p := c.liveAt(d.Index); p != nil {
 		p.terminate(s.clock(), s.sc.Grace)
 		s.timeline = append(s.timeline, Action{At: s.now, Level: LevelPodClique, Replica: d.Replica, Role: d.Role, Group: d.Group,
 			GroupReplica: groupReplicaOf(d), Index: d.Index, Op: OpDelete, From: p.rev, ByHand: true})

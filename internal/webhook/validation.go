@@ -93,6 +93,10 @@ func (v *pcsValidator) validateSpec() {
 	if l := s.RevisionHistoryLimit; l != nil && *l < 0 {
 		v.add(field.Invalid(sp.Child("revisionHistoryLimit"), *l, "must be greater than or equal to 0"))
 	}
+	if s.SurgePlacement == v1alpha1.ReplacedIndex && s.PodReplacementPolicy == v1alpha1.TerminationComplete {
+		v.add(field.Invalid(sp.Child("surgePlacement"), s.SurgePlacement,
+			"needs podReplacementPolicy TerminationStarted: a surge pod runs beside the pod it replaces, two live pods at one index"))
+	}
 	roles := v.validateTemplate(sp.Child("template"))
 	v.validateUpdateStrategy(sp.Child("updateStrategy"), replicas, roles)
 	v.validateGeneratedNames(replicas)

@@ -110,6 +110,12 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "unknown strategy type", mutate: fn(withType("Canary")),
 			wantField: "spec.updateStrategy.type", wantMsg: `Unsupported value: "Canary"`},
 		{name: "RollingRecreate synonym is valid", mutate: fn(withType(v1alpha1.RollingRecreateStrategyType))},
+		{name: "surge at the replaced index under TerminationStarted is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.SurgePlacement, p.Spec.PodReplacementPolicy = v1alpha1.ReplacedIndex, v1alpha1.TerminationStarted
+		})},
+		{name: "surge at the replaced index under TerminationComplete", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.SurgePlacement, p.Spec.PodReplacementPolicy = v1alpha1.ReplacedIndex, v1alpha1.TerminationComplete
+		}), wantField: "spec.surgePlacement", wantMsg: "needs podReplacementPolicy TerminationStarted"},
 
 		// maxUnavailable / maxSurge ranges (the admission rules of docs/api.md).
 		{name: "negative clique maxUnavailable", mutate: fn(frontendStrategy("-1", "1")),

@@ -12,7 +12,8 @@ type Pair struct {
 	Deployment, Lockstep Result
 }
 
-// WriteTable prints one line per strategy: wall time of each controller, the
+// WriteTable prints one line per strategy (strategies of one budget share the
+// Deployment's figures): wall time of each controller, the
 // ideal, each as a multiple of the ideal, and the Lockstep/Deployment ratios of
 // time and of the writes each controller made itself (the pod lifecycle's, the
 // same for both, and the Service endpoints kube-controller-manager keeps for a
@@ -24,12 +25,16 @@ func WriteTable(w io.Writer, pairs []Pair) {
 	for _, p := range pairs {
 		d, l := p.Deployment, p.Lockstep
 		fmt.Fprintf(&b, "| %s | %d | %s | %s (%.2fx) | %s (%.2fx) | %.2f | %.0f / %.0f | %.2f |\n",
-			d.Strategy.Name, d.Pods, secs(d.Ideal), secs(d.Took), ratio(d.Took, d.Ideal), secs(l.Took), ratio(l.Took, l.Ideal),
+			l.Strategy.Name, d.Pods, secs(d.Ideal), secs(d.Took), ratio(d.Took, d.Ideal), secs(l.Took), ratio(l.Took, l.Ideal),
 			ratio(l.Took, d.Took), d.Writes.Controller(), l.Writes.Controller(), l.Writes.Controller()/max(d.Writes.Controller(), 1))
 	}
 	fmt.Fprintln(&b)
-	for _, p := range pairs {
-		for _, r := range []Result{p.Deployment, p.Lockstep} {
+	for i, p := range pairs {
+		rs := []Result{p.Deployment, p.Lockstep}
+		if i > 0 && pairs[i-1].Deployment.Strategy.Name == p.Deployment.Strategy.Name {
+			rs = rs[1:] // the Deployment's, shared with the line above
+		}
+		for _, r := range rs {
 			fmt.Fprintf(&b, "%s, %s: %.0f controller writes (%s); pod lifecycle %.0f; Service endpoints %.0f\n", r.Controller, r.Strategy.Name,
 				r.Writes.Controller(), controllerOnly(r.Writes), r.Writes.Lifecycle(), r.Writes.Endpoints())
 		}

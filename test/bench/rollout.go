@@ -22,17 +22,31 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/naming"
 )
 
-// Strategy is one budget, given to a Deployment and to a Lockstep clique alike.
+// Strategy is one budget, given to a Deployment and to a Lockstep clique alike,
+// and where Lockstep starts its surge pods.
 type Strategy struct {
 	Name                     string
 	MaxSurge, MaxUnavailable intstr.IntOrString
+	// SurgePlacement is the PodCliqueSet's ("" leaves the default, AboveReplicas).
+	SurgePlacement v1alpha1.SurgePlacement
 }
 
-// Strategies are the budgets `make bench-rollout` compares.
+// Strategies are the budgets `make bench-rollout` compares; those with a surge
+// run Lockstep with each surge placement.
 var Strategies = []Strategy{
 	{Name: "maxSurge 1, maxUnavailable 0", MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0)},
+	{Name: "maxSurge 1, maxUnavailable 0, surge at the replaced index", MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromInt32(0),
+		SurgePlacement: v1alpha1.ReplacedIndex},
 	{Name: "maxSurge 0, maxUnavailable 1", MaxSurge: intstr.FromInt32(0), MaxUnavailable: intstr.FromInt32(1)},
 	{Name: "25% / 25%", MaxSurge: intstr.FromString("25%"), MaxUnavailable: intstr.FromString("25%")},
+	{Name: "25% / 25%, surge at the replaced index", MaxSurge: intstr.FromString("25%"), MaxUnavailable: intstr.FromString("25%"),
+		SurgePlacement: v1alpha1.ReplacedIndex},
+}
+
+// Budget names the limits alone: strategies with one budget share one
+// Deployment rollout.
+func (s Strategy) Budget() string {
+	return s.MaxSurge.String() + "/" + s.MaxUnavailable.String()
 }
 
 // Waves is the fewest waves a rollout of pods can take under s: it replaces at
@@ -133,6 +147,7 @@ func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result,
 		Spec: v1alpha1.PodCliqueSetSpec{
 			Replicas:             ptr.To[int32](1),
 			PodReplacementPolicy: r.Replacement,
+			SurgePlacement:       s.SurgePlacement,
 			Template: v1alpha1.PodCliqueSetTemplateSpec{Cliques: []v1alpha1.PodCliqueTemplateSpec{{
 				Name: "server", Replicas: int32(r.Pods), MinAvailable: ptr.To[int32](1),
 				UpdateStrategy: &v1alpha1.ComponentUpdateStrategy{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable},

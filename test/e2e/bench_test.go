@@ -50,14 +50,19 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 		},
 	}
 	var pairs []bench.Pair
+	deployed := map[string]bench.Result{} // one Deployment rollout per budget
 	for i, s := range bench.Strategies {
 		var p bench.Pair
 		var err error
-		if p.Deployment, err = r.Deployment(t.Context(), "deploy-"+strconv.Itoa(i), s); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.AwaitNoPods(t.Context()); err != nil {
-			t.Fatal(err)
+		var ok bool
+		if p.Deployment, ok = deployed[s.Budget()]; !ok {
+			if p.Deployment, err = r.Deployment(t.Context(), "deploy-"+strconv.Itoa(i), s); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.AwaitNoPods(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			deployed[s.Budget()] = p.Deployment
 		}
 		// Lockstep runs under the invariant monitor: no figure may come from
 		// breaking the budget.

@@ -47,7 +47,7 @@ import (
 //
 // LOCKSTEP_CHAOS_RUNS is how many times each fault is injected. Run r of
 // fault f goes to strategy (f+r) mod the number of strategies, so 1 spreads
-// the faults over the strategies (the short version, in make test-e2e) and 5
+// the faults over the strategies (the short version, in make test-e2e) and 6
 // injects every fault into every strategy once; `make chaos` runs five such
 // runs side by side with five seeds (hack/chaos.sh). A control-plane
 // component that exits on its own meanwhile (the kube-scheduler does, on a
@@ -57,12 +57,13 @@ import (
 // envChaosRuns names the variable that sets the injections per fault;
 // envChaosResults, when set, a file the results table is written to as
 // tab-separated values.
-// envChaosFaults, a regular expression, keeps only the faults whose names
-// match it.
+// envChaosFaults and envChaosStrategies, regular expressions, keep only the
+// faults and the strategies whose names match them.
 const (
-	envChaosRuns    = "LOCKSTEP_CHAOS_RUNS"
-	envChaosResults = "LOCKSTEP_CHAOS_RESULTS"
-	envChaosFaults  = "LOCKSTEP_CHAOS_FAULTS"
+	envChaosRuns       = "LOCKSTEP_CHAOS_RUNS"
+	envChaosResults    = "LOCKSTEP_CHAOS_RESULTS"
+	envChaosFaults     = "LOCKSTEP_CHAOS_FAULTS"
+	envChaosStrategies = "LOCKSTEP_CHAOS_STRATEGIES"
 )
 
 func chaosRuns(t *testing.T) int {
@@ -80,6 +81,22 @@ type chaosStrategy struct {
 	partition bool
 	// onDelete: the test deletes the outdated pods itself.
 	onDelete bool
+}
+
+// surgingDisaggregated is disaggregated.yaml at one replica of a 2-pod
+// frontend and 2 replicas of each group (a leader and a worker), every role
+// surging.
+func surgingDisaggregated(t *testing.T) *v1alpha1.PodCliqueSet {
+	pcs := withReplicas(loadExampleAsApplied(t, "disaggregated.yaml"), 1)
+	tpl := &pcs.Spec.Template
+	setCliqueReplicas(tpl, "frontend", 2)
+	tpl.Clique("frontend").UpdateStrategy = noUnavailable()
+	setCliqueReplicas(tpl, "prefill-worker", 1)
+	setCliqueReplicas(tpl, "decode-worker", 1)
+	for i := range tpl.PodCliqueScalingGroups {
+		tpl.PodCliqueScalingGroups[i].UpdateStrategy = noUnavailable()
+	}
+	return pcs
 }
 
 // noUnavailable is maxUnavailable 0, maxSurge 1: a role surges to update.
@@ -104,16 +121,15 @@ var chaosStrategies = []chaosStrategy{{
 	// each group (a leader and a worker), every role surging.
 	name:  "RollingUpdate+surge",
 	nodes: 3,
+	pcs:   surgingDisaggregated,
+}, {
+	// The same, each surge pod of the frontend starting at the index of the
+	// pod it replaces (surgePlacement ReplacedIndex).
+	name:  "RollingUpdate+surge at the replaced index",
+	nodes: 3,
 	pcs: func(t *testing.T) *v1alpha1.PodCliqueSet {
-		pcs := withReplicas(loadExampleAsApplied(t, "disaggregated.yaml"), 1)
-		tpl := &pcs.Spec.Template
-		setCliqueReplicas(tpl, "frontend", 2)
-		tpl.Clique("frontend").UpdateStrategy = noUnavailable()
-		setCliqueReplicas(tpl, "prefill-worker", 1)
-		setCliqueReplicas(tpl, "decode-worker", 1)
-		for i := range tpl.PodCliqueScalingGroups {
-			tpl.PodCliqueScalingGroups[i].UpdateStrategy = noUnavailable()
-		}
+		pcs := surgingDisaggregated(t)
+		pcs.Spec.SurgePlacement = v1alpha1.ReplacedIndex
 		return pcs
 	},
 }, {
@@ -533,7 +549,7 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 	// apiserver through a proxy the test can cut.
 	operatorsBehindProxy(t)
 
-	only := regexp.MustCompile(os.Getenv(envChaosFaults))
+	only, onlyStrategies := regexp.MustCompile(os.Getenv(envChaosFaults)), regexp.MustCompile(os.Getenv(envChaosStrategies))
 	plan := make([][]int, len(chaosStrategies)) // strategy → fault indices
 	for f := range chaosFaults {
 		if !only.MatchString(chaosFaults[f].name) {
@@ -541,7 +557,9 @@ func TestChaos_RolloutsSurviveFaults(t *testing.T) {
 		}
 		for run := range runs {
 			st := (f + run) % len(chaosStrategies)
-			plan[st] = append(plan[st], f)
+			if onlyStrategies.MatchString(chaosStrategies[st].name) {
+				plan[st] = append(plan[st], f)
+			}
 		}
 	}
 	for si := range chaosStrategies {

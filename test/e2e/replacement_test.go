@@ -23,11 +23,13 @@ metadata:
 spec:
   replicas: 1
   podReplacementPolicy: %s
+  surgePlacement: %s
   template:
     cliques:
     - name: server
       replicas: 3
       minAvailable: 1
+      updateStrategy: {maxUnavailable: %d, maxSurge: %d}
       template:
         metadata:
           annotations:
@@ -38,34 +40,45 @@ spec:
             image: lockstep-examples/llm-frontend:v1
 `
 
-// The two pod replacement policies on a real cluster, under the invariant
-// monitor (which holds TerminationComplete to one pod per index): under
-// TerminationStarted an index has two pods for a while, the replacement
-// running beside its terminating predecessor; under TerminationComplete never.
+// The pod replacement policies and surge placements on a real cluster, under
+// the invariant monitor (which holds TerminationComplete to one pod per index,
+// and TerminationStarted to one live pod per index unless the surge goes to the
+// replaced index). Under TerminationStarted an index has two pods for a while,
+// the replacement running beside its terminating predecessor; under
+// TerminationComplete never. With surgePlacement ReplacedIndex the surge pod
+// runs live beside the outdated pod it replaces, and no pod ever takes an index
+// at or above replicas.
 func TestPodReplacementPolicy_TwoPodsOfOneIndexOnlyUnderTerminationStarted(t *testing.T) {
 	for _, tc := range []struct {
-		policy  v1alpha1.PodReplacementPolicy
-		overlap bool
+		policy                   v1alpha1.PodReplacementPolicy
+		surge                    v1alpha1.SurgePlacement
+		maxUnavailable, maxSurge int
+		overlap, liveOverlap     bool
 	}{
-		{v1alpha1.TerminationStarted, true},
-		{v1alpha1.TerminationComplete, false},
+		{v1alpha1.TerminationStarted, v1alpha1.AboveReplicas, 1, 0, true, false},
+		{v1alpha1.TerminationComplete, v1alpha1.AboveReplicas, 1, 0, false, false},
+		{v1alpha1.TerminationStarted, v1alpha1.ReplacedIndex, 0, 1, true, true},
 	} {
-		t.Run(string(tc.policy), func(t *testing.T) {
-			s := newScene(t, 1, parsePCS(t, fmt.Sprintf(replacementPCS, tc.policy)))
+		t.Run(string(tc.policy)+"/"+string(tc.surge), func(t *testing.T) {
+			s := newScene(t, 1, parsePCS(t, fmt.Sprintf(replacementPCS, tc.policy, tc.surge, tc.maxUnavailable, tc.maxSurge)))
 			s.awaitLayout("3 servers on v1", 2*time.Minute, layout{"0/server": "0=v1 1=v1 2=v1"})
 			start := time.Now()
 			s.update(setImageTag("v2"))
 			s.awaitLayout("3 servers on v2, the old ones gone", 2*time.Minute, layout{"0/server": "0=v2 1=v2 2=v2"})
 			took := time.Since(start)
 
-			overlaps := map[int32]bool{}
+			overlaps, liveOverlaps, highest := map[int32]bool{}, map[int32]bool{}, int32(0)
 			replay(s.m.Timeline(), func(e monitor.Event, pods map[string]*podRecord) {
 				if e.Time.Before(start) {
 					return
 				}
-				at := map[int32][]string{}
+				at, live := map[int32][]string{}, map[int32]int{}
 				for name, p := range pods {
 					at[p.index] = append(at[p.index], name)
+					if !p.terminating && p.ready {
+						live[p.index]++
+					}
+					highest = max(highest, p.index)
 				}
 				for index, names := range at {
 					if len(names) > 1 {
@@ -74,14 +87,21 @@ func TestPodReplacementPolicy_TwoPodsOfOneIndexOnlyUnderTerminationStarted(t *te
 						}
 						overlaps[index] = true
 					}
+					if live[index] > 1 {
+						liveOverlaps[index] = true
+					}
 				}
 			})
-			t.Logf("%s: rolled 3 pods in %s; indices with two pods at once: %d", tc.policy, took.Round(100*time.Millisecond), len(overlaps))
-			if tc.overlap && len(overlaps) == 0 {
-				t.Errorf("under %s no replacement ran beside its terminating predecessor", tc.policy)
+			t.Logf("%s, %s: rolled 3 pods in %s; indices with two pods at once: %d, two ready pods: %d; highest index %d",
+				tc.policy, tc.surge, took.Round(100*time.Millisecond), len(overlaps), len(liveOverlaps), highest)
+			if tc.overlap != (len(overlaps) > 0) {
+				t.Errorf("indices with two pods at once: %d, want some: %t", len(overlaps), tc.overlap)
 			}
-			if !tc.overlap && len(overlaps) > 0 {
-				t.Errorf("under %s %d indices had two pods at once", tc.policy, len(overlaps))
+			if tc.liveOverlap != (len(liveOverlaps) > 0) {
+				t.Errorf("indices with two ready pods at once: %d, want some: %t", len(liveOverlaps), tc.liveOverlap)
+			}
+			if tc.surge == v1alpha1.ReplacedIndex && highest >= 3 {
+				t.Errorf("a pod took index %d, at or above replicas, with the surge at the replaced index", highest)
 			}
 		})
 	}

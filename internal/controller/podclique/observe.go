@@ -15,12 +15,14 @@ import (
 // observation is what the planner needs to know about a PodClique's pods.
 type observation struct {
 	units []rollout.Unit
-	// pods by index, for deletes (the live pod at an index; terminating ones too).
-	pods map[int32]*corev1.Pod
-	// names are the names of every pod, terminating ones included; terminating
-	// the UIDs of the terminating pods of each index.
-	names       map[string]bool
-	terminating map[int32][]string
+	// pods by name (a unit's Key), for deletes; terminating ones too.
+	pods map[string]*corev1.Pod
+	// uids are the UIDs of the pods of each index, terminating ones included:
+	// a new pod there takes a name none of them holds (naming.ReplacementPod).
+	uids map[int32][]string
+	// live says whether an index has a live pod: a pod created there is a
+	// surge pod beside the one it replaces.
+	live map[int32]bool
 	// nextAvailableIn is when the next ready pod passes minReadySeconds (0: none).
 	nextAvailableIn time.Duration
 }
@@ -29,7 +31,7 @@ type observation struct {
 // yet applied: created pods count as existing and not ready, deleted ones as
 // terminating.
 func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now time.Time) observation {
-	obs := observation{pods: map[int32]*corev1.Pod{}, names: map[string]bool{}, terminating: map[int32][]string{}}
+	obs := observation{pods: map[string]*corev1.Pod{}, uids: map[int32][]string{}, live: map[int32]bool{}}
 	seen := make([]expectations.Observed, 0, len(owned))
 	for i := range owned {
 		p := &owned[i]
@@ -47,12 +49,10 @@ func (r *Reconciler) observe(pclq *v1alpha1.PodClique, owned []corev1.Pod, now t
 		}
 		obs.nextAvailableIn = pods.Sooner(obs.nextAvailableIn, pods.UntilAvailable(p, pclq.Spec.MinReadySeconds, now))
 		obs.units = append(obs.units, u)
-		obs.names[p.Name] = true
-		if p.DeletionTimestamp != nil {
-			obs.terminating[u.Index] = append(obs.terminating[u.Index], string(p.UID))
-		}
-		if prev, ok := obs.pods[u.Index]; !ok || prev.DeletionTimestamp != nil {
-			obs.pods[u.Index] = p
+		obs.pods[p.Name] = p
+		obs.uids[u.Index] = append(obs.uids[u.Index], string(p.UID))
+		if !u.Terminating {
+			obs.live[u.Index] = true
 		}
 	}
 	obs.units = append(obs.units, unseenCreates...)

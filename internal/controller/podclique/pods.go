@@ -77,9 +77,9 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 	var ev podEvents
 	defer ev.record(r.Recorder, pclq)
 	for _, d := range plan.Deletes {
-		pod := obs.pods[d.Index]
+		pod := obs.pods[d.Key]
 		if pod == nil || pod.DeletionTimestamp != nil {
-			continue
+			continue // an unseen create, or already going
 		}
 		uid, rv := pod.UID, pod.ResourceVersion
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
@@ -100,7 +100,7 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if !ok {
 			return fmt.Errorf("PodClique %s: no template for revision %s", pclq.Name, c.Revision)
 		}
-		name := naming.ReplacementPod(pclq.Name, int(c.Index), obs.terminating[c.Index], func(n string) bool { return obs.names[n] })
+		name := naming.ReplacementPod(pclq.Name, int(c.Index), obs.uids[c.Index], func(n string) bool { return obs.pods[n] != nil })
 		pod := newPod(pclq, c, tmpl, name)
 		err := r.Client.Create(ctx, pod)
 		if apierrors.IsAlreadyExists(err) {
@@ -109,10 +109,11 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		if err != nil {
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
-		r.Expectations.Created(client.ObjectKeyFromObject(pclq), pod.Name, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time})
+		r.Expectations.Created(client.ObjectKeyFromObject(pclq), pod.Name,
+			rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time, Key: pod.Name})
 		what := "pod"
-		if c.Surge {
-			what = "surge pod"
+		if c.Surge || obs.live[c.Index] {
+			what = "surge pod" // above replicas, or beside the pod it replaces
 		}
 		ev.add(pod, "CreatedPod", "Create", "Created", what, "", fmt.Sprintf("index %d, revision %s", c.Index, c.Revision))
 	}

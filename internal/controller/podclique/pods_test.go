@@ -45,8 +45,8 @@ func TestApply_DeletesNoPodThatChangedSinceItWasObserved(t *testing.T) {
 	}
 
 	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Expectations: expectations.New[rollout.Unit](time.Now)}
-	plan := rollout.LevelPlan{Deletes: []rollout.Delete{{Index: 0, Reason: rollout.ReasonReplaceFailed}}}
-	obs := observation{pods: map[int32]*corev1.Pod{0: observed}}
+	plan := rollout.LevelPlan{Deletes: []rollout.Delete{{Index: 0, Reason: rollout.ReasonReplaceFailed, Key: "worker-0"}}}
+	obs := observation{pods: map[string]*corev1.Pod{"worker-0": observed}}
 	err := r.apply(ctx, pclq, plan, obs, revisionTemplates{})
 	if !apierrors.IsConflict(errors.Unwrap(err)) && !apierrors.IsConflict(err) {
 		t.Fatalf("deleting a pod that changed since it was observed: got %v, want a conflict", err)
@@ -60,7 +60,7 @@ func TestApply_DeletesNoPodThatChangedSinceItWasObserved(t *testing.T) {
 	}
 
 	// Observed as it is, it is deleted.
-	obs.pods[0] = cur
+	obs.pods["worker-0"] = cur
 	if err := r.apply(ctx, pclq, plan, obs, revisionTemplates{}); err != nil {
 		t.Fatalf("deleting the pod as observed: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestApply_CreatesNoPodForAPodCliqueTheCacheShowsLate(t *testing.T) {
 	apply := func(stale *v1alpha1.PodClique) {
 		t.Helper()
 		tmpl.spec = &stale.Spec.Template
-		if err := r.apply(ctx, stale, plan, observation{pods: map[int32]*corev1.Pod{}, names: map[string]bool{}}, revisionTemplates{update: tmpl}); err != nil {
+		if err := r.apply(ctx, stale, plan, observation{pods: map[string]*corev1.Pod{}}, revisionTemplates{update: tmpl}); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
 	}

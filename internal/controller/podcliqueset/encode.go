@@ -68,8 +68,8 @@ func templateReplicas(o metav1.Object) int32 {
 // encode is the child spec of role for target t, keeping replicas that were
 // scaled through /scale (observed) while the template's stay as they were.
 func (e *childEncoder) encode(role string, t rollout.Target, limits *v1alpha1.ComponentUpdateStrategy,
-	observed *rollout.ChildReplicasObservation, templateReplicas int32, replacement v1alpha1.PodReplacementPolicy) rollout.ChildSpec {
-	return rollout.EncodeTarget(t, e.revs, role, limits, rollout.ChildReplicas(observed, templateReplicas), replacement)
+	observed *rollout.ChildReplicasObservation, templateReplicas int32, pods rollout.PodRules) rollout.ChildSpec {
+	return rollout.EncodeTarget(t, e.revs, role, limits, rollout.ChildReplicas(observed, templateReplicas), pods)
 }
 
 // clique is the standalone PodClique that runs target t.
@@ -86,7 +86,7 @@ func (e *childEncoder) clique(name string, t rollout.Target, existing *v1alpha1.
 	if existing != nil {
 		observed = observedReplicas(existing, existing.Spec.Replicas)
 	}
-	cs, minAvailable := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas, e.spec.PodReplacementPolicy), live.EffectiveMinAvailable()
+	cs, minAvailable := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas, rollout.PodRulesOf(e.spec)), live.EffectiveMinAvailable()
 	pclq := &v1alpha1.PodClique{
 		ObjectMeta: e.meta(naming.PodClique(e.pcs.Name, int(e.replica), name), map[string]string{v1alpha1.LabelClique: name}, t.SetRevision, live.Replicas),
 		Spec: v1alpha1.PodCliqueSpec{
@@ -124,7 +124,7 @@ func (e *childEncoder) group(name string, t rollout.Target, existing *v1alpha1.P
 			MinAvailable: ptr.To(live.EffectiveMinAvailable()), MinReadySeconds: e.spec.MinReadySeconds, Cliques: members,
 		},
 	}
-	cs := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas, "")
+	cs := e.encode(name, t, live.UpdateStrategy, observed, live.Replicas, rollout.PodRules{})
 	g.Spec.Replicas, g.Spec.Revision, g.Spec.UpdateStrategy = cs.Replicas, cs.Revision, cs.UpdateStrategy
 	if e.baseGang != "" {
 		g.Spec.Gang = &v1alpha1.ScalingGroupGang{BasePodGroupName: e.baseGang, BaseScheduled: e.baseScheduled}

@@ -32,6 +32,7 @@ func Unit(p *corev1.Pod, minReadySeconds int32, now time.Time) (u rollout.Unit, 
 		Terminating: p.DeletionTimestamp != nil,
 		CreatedAt:   p.CreationTimestamp.Time,
 		ReadySince:  since,
+		Key:         p.Name,
 	}, true
 }
 

@@ -82,6 +82,16 @@ type pod struct {
 	groupReplica int32
 	clique       string
 	index        int32
+	// second names a second pod at the index, beside the first (see beside)
+	second bool
+}
+
+// beside is a second pod at p's index, under a name of its own, as the
+// operator makes a replacement under TerminationStarted or a surge pod under
+// surgePlacement ReplacedIndex.
+func (p pod) beside() pod {
+	p.second = true
+	return p
 }
 
 // sp is a pod of a standalone clique.
@@ -95,10 +105,11 @@ func gp(replica int32, group string, groupReplica int32, clique string, index in
 }
 
 func (p pod) name() string {
-	if p.group == "" {
-		return naming.Pod(naming.PodClique(pcsName, int(p.replica), p.clique), int(p.index))
+	name := naming.Pod(p.cliqueName(), int(p.index))
+	if p.second {
+		name += "-r"
 	}
-	return naming.Pod(naming.GroupPodClique(naming.ScalingGroup(pcsName, int(p.replica), p.group), int(p.groupReplica), p.clique), int(p.index))
+	return name
 }
 
 // cliqueName is the name of the PodClique the pod belongs to.
@@ -159,7 +170,7 @@ func replacementOf(p pod) step {
 	return func(w *world) {
 		w.now = w.now.Add(time.Second)
 		w.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Name: p.name() + "-r", Namespace: "ns", Labels: p.labels("v2"), CreationTimestamp: metav1.NewTime(w.now),
+			Name: p.beside().name(), Namespace: "ns", Labels: p.labels("v2"), CreationTimestamp: metav1.NewTime(w.now),
 		}})
 	}
 }

@@ -673,6 +673,54 @@ func TestOneUnitPerIndex(t *testing.T) {
 			breaking: []step{replacementOf(sp(0, fe, 0))},
 			want:     OneUnitPerIndex,
 		},
+		{
+			name:  "with surgePlacement ReplacedIndex a surge pod beside its outdated pod holds",
+			spec:  withSurgeAtReplacedIndex(cliqueSurge()),
+			steps: append(slices.Clone(up), replacementOf(sp(0, fe, 0)), ready(sp(0, fe, 0).beside()), del(sp(0, fe, 0)), gone(sp(0, fe, 0))),
+		},
+		{
+			name:     "with surgePlacement ReplacedIndex two live pods of one revision at an index break it",
+			spec:     withSurgeAtReplacedIndex(cliqueSurge()),
+			steps:    slices.Clone(up),
+			breaking: []step{create(sp(0, fe, 0).beside(), "v1")},
+			want:     OneUnitPerIndex,
+		},
+	})
+}
+
+func withSurgeAtReplacedIndex(s v1alpha1.PodCliqueSetSpec) v1alpha1.PodCliqueSetSpec {
+	s.SurgePlacement = v1alpha1.ReplacedIndex
+	return s
+}
+
+// With a surge pod beside the pod it replaces, the floor counts pods, not
+// indices: the outdated pod may go once its surge pod is available, not before.
+func TestAvailabilityFloor_CountsPodsBesideEachOther(t *testing.T) {
+	up := []step{
+		create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+		ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)),
+		rollTo("v2"), replacementOf(sp(0, fe, 0)),
+	}
+	runScenarios(t, []scenario{
+		{
+			name:  "the outdated pod goes once its surge pod is available",
+			spec:  withSurgeAtReplacedIndex(cliqueSurge()),
+			steps: append(slices.Clone(up), ready(sp(0, fe, 0).beside()), del(sp(0, fe, 0)), gone(sp(0, fe, 0))),
+		},
+		{
+			name:     "the outdated pod deleted before its surge pod is available breaks it",
+			spec:     withSurgeAtReplacedIndex(cliqueSurge()),
+			steps:    slices.Clone(up),
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
+		{
+			name:     "the outdated pod deleted while another pod is down breaks it, though its index still serves",
+			spec:     withSurgeAtReplacedIndex(cliqueSurge()),
+			steps:    append(slices.Clone(up), ready(sp(0, fe, 0).beside()), unready(sp(0, fe, 1))),
+			breaking: []step{del(sp(0, fe, 0))},
+			want:     AvailabilityFloor,
+		},
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/invariant"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -19,6 +20,7 @@ func cliqueLevel(t *target, s *snapshot, k cliqueKey, at time.Time) invariant.Le
 	// only standalone cliques carry the PodCliqueSet's replacement policy
 	l := invariant.Level{Name: k.String(), Strategy: t.strategy(),
 		ReplaceWhileTerminating: k.Group == "" && t.spec.PodReplacementPolicy.ReplacesWhileTerminating()}
+	l.SurgeAtReplacedIndex = l.ReplaceWhileTerminating && t.spec.SurgePlacement == v1alpha1.ReplacedIndex
 	if c := t.clique(k.Clique); c != nil {
 		l.Sizes = sizes(replicaCounts(c.Replicas, s.cliqueObjectReplicas(k)), func(r int32) (rollout.Fenceposts, error) {
 			return t.cliqueLimits(k.Clique, r)
@@ -27,7 +29,8 @@ func cliqueLevel(t *target, s *snapshot, k cliqueKey, at time.Time) invariant.Le
 	for _, p := range s.podsIn(k) {
 		// a doomed pod's deletion is decided: it terminates, as far as
 		// counting goes, though the garbage collector has not begun
-		l.Units = append(l.Units, invariant.Unit{Index: p.Index, Available: s.podAvailable(p, t.spec.MinReadySeconds, at), Terminating: p.Terminating || p.Doomed})
+		l.Units = append(l.Units, invariant.Unit{Index: p.Index, Available: s.podAvailable(p, t.spec.MinReadySeconds, at), Terminating: p.Terminating || p.Doomed,
+			Revision: p.TemplateHash, Key: p.Name})
 	}
 	return l
 }
