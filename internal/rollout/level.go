@@ -235,6 +235,9 @@ type levelView struct {
 	deleting      []int32
 	updateDeletes int64
 	removed       []int32
+	// supersededRemoved counts the outdated units beside their successors it
+	// deletes: their surge is free again once they go
+	supersededRemoved int32
 }
 
 func observeLevel(p Policy, fp Fenceposts, units []Unit, withOccupancy bool) levelView {
@@ -544,13 +547,15 @@ func (v *levelView) remove(out []Delete, i int32, reason DeleteReason) []Delete 
 }
 
 // release, at a level that replaces while terminating, lets the creates of
-// the same plan use what its deletes free: a deleted unit counts no more, and
-// its index is free unless another live unit stays there. A refill or the next
-// surge unit then starts in the same pass as the delete, not one pass later.
+// the same plan use what its deletes free: a deleted unit counts no more, its
+// index is free unless another live unit stays there, and the surge a
+// superseded unit held is free. A refill or the next surge unit then starts in
+// the same pass as the delete, not one pass later.
 func (v *levelView) release() {
 	if !v.p.ReplaceWhileTerminating {
 		return
 	}
+	v.successors -= v.supersededRemoved
 	for _, i := range v.removed {
 		u := &v.units[i]
 		v.total--
@@ -590,6 +595,7 @@ func (v *levelView) removeExtras(b *budget, out []Delete) []Delete {
 			reason = ReasonScaleIn
 		case v.supersededBy(u, kept):
 			reason = ReasonSuperseded
+			v.supersededRemoved++
 		}
 		out = v.remove(out, i, reason)
 	}

@@ -30,6 +30,8 @@ type ticker struct {
 	maxSeen int32
 	maxLive int32
 	minAvl  int32
+	// lastBusy is the last tick whose plan asked for anything
+	lastBusy int
 }
 
 func newTicker(t *testing.T, p Policy, units []Unit) *ticker {
@@ -89,7 +91,11 @@ func (k *ticker) step() bool {
 	}
 	k.minAvl = min(k.minAvl, avl)
 	k.maxLive = max(k.maxLive, live)
-	return len(plan.Creates)+len(plan.Deletes) > 0
+	if len(plan.Creates)+len(plan.Deletes) == 0 {
+		return false
+	}
+	k.lastBusy = k.tick
+	return true
 }
 
 // unitOf is the position of the live unit a delete names (units made by the
@@ -693,6 +699,11 @@ func TestPlanLevel_SurgeAtReplacedIndexGoesBesideTheOutdatedUnit(t *testing.T) {
 	})
 	if k.minAvl < 3 || k.maxLive > 4 {
 		t.Fatalf("available fell to %d or live units rose to %d (want >= 3 and <= 4)", k.minAvl, k.maxLive)
+	}
+	// one tick a wave: the next surge unit starts in the plan that deletes
+	// the unit its predecessor superseded
+	if k.lastBusy != 4 {
+		t.Fatalf("the rollout's last action came at tick %d, want 4: %v", k.lastBusy, k.actions)
 	}
 
 	for _, q := range []Policy{
