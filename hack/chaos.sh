@@ -7,7 +7,8 @@
 # The operators log at debug level (every plan with its inputs) unless
 # LOCKSTEP_E2E_OPERATOR_LOG_LEVEL says otherwise.
 # Environment: LOCKSTEP_BIN (required), CHAOS_PROCS, CHAOS_RUNS,
-# LOCKSTEP_E2E_SEED, LOCKSTEP_CHAOS_FAULTS, LOCKSTEP_E2E_OPERATOR_LOG_LEVEL.
+# LOCKSTEP_E2E_SEED, LOCKSTEP_CHAOS_FAULTS, LOCKSTEP_CHAOS_STRATEGIES,
+# LOCKSTEP_E2E_OPERATOR_LOG_LEVEL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
