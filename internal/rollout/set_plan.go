@@ -20,6 +20,16 @@ type roleView struct {
 	status LevelStatus
 }
 
+// allAt reports whether every live unit of the role runs rev.
+func (rv *roleView) allAt(rev string) bool {
+	for i := range rv.units {
+		if u := &rv.units[i]; !u.Terminating && u.Revision != rev {
+			return false
+		}
+	}
+	return true
+}
+
 // replicaView is one PCS replica as observed.
 type replicaView struct {
 	obs                         *ReplicaObservation // nil for a replica created by this plan

@@ -262,6 +262,9 @@ func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *
 		t.MaxUpdated = u.steps.roleCap(role)
 	case v.obs == nil || v.updated:
 		// a brand-new or finished replica runs the update revision throughout
+	case t.UpdateRevision == t.CurrentRevision && rv.allAt(t.UpdateRevision):
+		// nothing to hold back (a replica coming up, say): a cap would only
+		// follow the updated count, a spec write per unit made
 	default:
 		t.MaxUpdated = ptr.To(rv.status.UpdatedReplicas)
 	}

@@ -665,3 +665,21 @@ func TestPlanSet_NotCompleteWhileAnyUnitRunsTheOldRevision(t *testing.T) {
 		t.Fatalf("Progressing %+v with a pod still on v1", c)
 	}
 }
+
+// A replica coming up on a revision that is both current and update has no
+// unit to hold back: its children's targets carry no cap. A cap that followed
+// the updated count would change with every pod made, and every change is a
+// write of the child's spec.
+func TestPlanSet_AReplicaComingUpOnTheCurrentRevisionIsNotCapped(t *testing.T) {
+	spec := threeRoles(1, nil)
+	v1 := setRevision("v1")
+	obs := steadyReplicas(spec, "v1")
+	obs[0].Cliques[0].Pods = obs[0].Cliques[0].Pods[:1] // 1 of 3 frontend pods so far
+	obs[0].Cliques[0].Pods[0].Ready, obs[0].Cliques[0].Pods[0].Available = false, false
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: v1, Update: v1}, Replicas: obs})
+	for _, role := range []string{"frontend", "prefill", "decode"} {
+		if got := capString(targetOf(plan, 0, role)); got != role+"@v1 uncapped" {
+			t.Errorf("%s: %s, want %s@v1 uncapped", role, got, role)
+		}
+	}
+}
