@@ -336,27 +336,35 @@ func (v *levelView) keepers() []int32 {
 	if v.p.Replicas <= 0 || len(v.units) < 2 {
 		return nil
 	}
-	keep := make([]int32, v.p.Replicas)
-	for i := range keep {
-		keep[i] = -1
-	}
-	shared := false
+	// a first look with one bit an index: most levels share no index
+	seen, shared := make([]uint64, (v.p.Replicas+63)/64), false
 	for i := range v.units {
 		u := &v.units[i]
 		if u.Terminating || u.Index < 0 || u.Index >= v.p.Replicas {
 			continue
 		}
-		switch k := keep[u.Index]; {
-		case k < 0:
-			keep[u.Index] = int32(i)
-		case v.keepsBefore(u, &v.units[k]):
-			keep[u.Index], shared = int32(i), true
-		default:
+		w, bit := u.Index/64, uint64(1)<<(u.Index%64)
+		if seen[w]&bit != 0 {
 			shared = true
+			break
 		}
+		seen[w] |= bit
 	}
 	if !shared {
 		return nil
+	}
+	keep := make([]int32, v.p.Replicas)
+	for i := range keep {
+		keep[i] = -1
+	}
+	for i := range v.units {
+		u := &v.units[i]
+		if u.Terminating || u.Index < 0 || u.Index >= v.p.Replicas {
+			continue
+		}
+		if k := keep[u.Index]; k < 0 || v.keepsBefore(u, &v.units[k]) {
+			keep[u.Index] = int32(i)
+		}
 	}
 	return keep
 }
@@ -512,7 +520,7 @@ func (v *levelView) deletes() []Delete {
 	// at most: the failed within the cap, the healthy within the budget, the misplaced, the extras
 	room, slack := v.updateRoom(), int64(max(0, b.available-b.floor))
 	if n := min(int64(len(v.failed)), room) + min(int64(len(v.healthy)), room, slack) + int64(len(v.misplaced)+len(v.extra)); n > 0 {
-		out = make([]Delete, 0, n)
+		out, v.removed = make([]Delete, 0, n), make([]int32, 0, n)
 	}
 	// extras first: an outdated unit beside its available successor is the
 	// step of the update furthest along
@@ -535,7 +543,12 @@ func (v *levelView) deletes() []Delete {
 		}
 		v.updateDeletes = int64(len(failed) + len(v.deleting))
 	}
-	slices.SortFunc(out, func(a, b Delete) int { return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Key, b.Key)) })
+	slices.SortFunc(out, func(a, b Delete) int {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
 	return out
 }
 
@@ -705,7 +718,7 @@ func (v *levelView) inOrder(pos []int32, order keyOrder, k int) []int32 {
 		return nil
 	}
 	keyed := v.keyed(pos, order)
-	slices.SortFunc(keyed, keyedPos.compare)
+	slices.SortFunc(keyed, v.compareKeyed)
 	out := make([]int32, min(k, len(keyed)))
 	for i := range out {
 		out[i] = keyed[i].pos
@@ -724,7 +737,7 @@ func (v *levelView) firstInOrder(pos []int32, order keyOrder, k int) []int32 {
 		return pos
 	}
 	keyed := v.keyed(pos, order)
-	selectSmallest(keyed, k)
+	selectSmallest(keyed, k, v.compareKeyed)
 	out := make([]int32, k)
 	for i := range out {
 		out[i] = keyed[i].pos
@@ -746,7 +759,7 @@ func (v *levelView) keyed(pos []int32, order keyOrder) []keyedPos {
 		default:
 			key = v.scaleInKey(u)
 		}
-		keyed[i] = keyedPos{key: key, tie: u.Key, pos: p}
+		keyed[i] = keyedPos{key: key, pos: p}
 	}
 	return keyed
 }
@@ -762,38 +775,42 @@ const (
 
 type keyedPos struct {
 	key orderKey
-	// tie is the unit's Key: units that share an index are ranked by it
-	tie string
 	pos int32
 }
 
-func (a keyedPos) compare(b keyedPos) int {
-	return cmp.Or(a.key.compare(b.key), strings.Compare(a.tie, b.tie))
+// compareKeyed ranks two keyed positions; units that share an index tie on
+// the key and are ranked by their Key (kept out of keyedPos, which then holds
+// no pointer for the collector to follow).
+func (v *levelView) compareKeyed(a, b keyedPos) int {
+	if c := a.key.compare(b.key); c != 0 {
+		return c
+	}
+	return strings.Compare(v.units[a.pos].Key, v.units[b.pos].Key)
 }
 
 // selectSmallest reorders ks so that its first k elements are the k smallest
 // keys (quickselect with a median-of-three pivot; keys are unique but for
 // units without a Key sharing an index, which are alike).
-func selectSmallest(ks []keyedPos, k int) {
+func selectSmallest(ks []keyedPos, k int, compare func(a, b keyedPos) int) {
 	lo, hi := 0, len(ks)-1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if ks[mid].compare(ks[lo]) < 0 {
+		if compare(ks[mid], ks[lo]) < 0 {
 			ks[mid], ks[lo] = ks[lo], ks[mid]
 		}
-		if ks[hi].compare(ks[lo]) < 0 {
+		if compare(ks[hi], ks[lo]) < 0 {
 			ks[hi], ks[lo] = ks[lo], ks[hi]
 		}
-		if ks[hi].compare(ks[mid]) < 0 {
+		if compare(ks[hi], ks[mid]) < 0 {
 			ks[hi], ks[mid] = ks[mid], ks[hi]
 		}
 		pivot := ks[mid]
 		i, j := lo, hi
 		for i <= j {
-			for ks[i].compare(pivot) < 0 {
+			for compare(ks[i], pivot) < 0 {
 				i++
 			}
-			for ks[j].compare(pivot) > 0 {
+			for compare(ks[j], pivot) > 0 {
 				j--
 			}
 			if i <= j {
