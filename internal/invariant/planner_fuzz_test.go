@@ -16,6 +16,7 @@ import (
 func FuzzPlanLevel(f *testing.F) {
 	f.Add(byte(0), int8(3), "1", "0", int8(0), []byte{0x01, 0x13, 0x22})
 	f.Add(byte(1), int8(4), "25%", "25%", int8(1), []byte{0x00, 0x10, 0x21, 0x37, 0x44})
+	f.Add(byte(6), int8(3), "1", "0", int8(0), []byte{0x20, 0x21, 0x22})
 	f.Add(byte(0), int8(0), "0", "0", int8(0), []byte{})
 	f.Add(byte(0), int8(2), "150%", "-1", int8(-3), []byte{0xff, 0x80})
 	f.Fuzz(func(t *testing.T, kind byte, replicas int8, surge, unavailable string, partition int8, raw []byte) {
@@ -23,8 +24,10 @@ func FuzzPlanLevel(f *testing.F) {
 		if kind%2 == 1 {
 			strategy = v1alpha1.OnDeleteStrategyType
 		}
+		// the next bits: a clique's TerminationStarted, then its surge at the replaced index
 		p := rollout.Policy{Type: strategy, Replicas: int32(replicas), MaxSurge: intstr.Parse(surge), MaxUnavailable: intstr.Parse(unavailable),
-			UpdateRevision: "v2", CurrentRevision: "v1", Partition: int32(partition)}
+			UpdateRevision: "v2", CurrentRevision: "v1", Partition: int32(partition),
+			ReplaceWhileTerminating: kind&2 != 0, SurgeAtReplacedIndex: kind&4 != 0}
 		// each byte is a unit: index (low nibble, signed), revision, terminating, available
 		units := make([]rollout.Unit, 0, len(raw))
 		for _, b := range raw {
@@ -47,9 +50,10 @@ func FuzzPlanLevel(f *testing.F) {
 		if strategy == v1alpha1.OnDeleteStrategyType {
 			fp.MaxSurge = 0
 		}
-		before := Level{Name: "level", Strategy: strategy, Sizes: []Size{{Replicas: p.Replicas, Fenceposts: fp}}}
+		before := Level{Name: "level", Strategy: strategy, Sizes: []Size{{Replicas: p.Replicas, Fenceposts: fp}},
+			ReplaceWhileTerminating: p.ReplaceWhileTerminating, SurgeAtReplacedIndex: p.SurgeAtReplacedIndex}
 		for _, u := range units {
-			before.Units = append(before.Units, Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating})
+			before.Units = append(before.Units, Unit{Index: u.Index, Available: u.Available, Terminating: u.Terminating, Revision: u.Revision})
 		}
 		if vs := CheckLevelPlan(before, plan.Creates, plan.Deletes); len(vs) > 0 {
 			t.Fatalf("plan %+v of %+v under %+v breaks %v", plan, units, p, vs)
