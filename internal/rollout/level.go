@@ -229,10 +229,8 @@ type levelView struct {
 	// takes a successor.
 	crowded map[int32]int32
 
-	// set by deletes for creates: the healthy positions it deletes, how many
-	// updatable units it deletes (each refill will take the cap), and the
-	// positions of every unit it deletes.
-	deleting      []int32
+	// set by deletes for creates: how many updatable units it deletes (each
+	// refill will take the cap) and the positions of every unit it deletes.
 	updateDeletes int64
 	removed       []int32
 	// supersededRemoved counts the outdated units beside their successors it
@@ -385,7 +383,7 @@ func (v *levelView) keepsBefore(a, b *Unit) bool {
 }
 
 // supersededBy reports whether extra u is an outdated unit whose index now
-// keeps its successor at the update revision: deleting it is its update.
+// keeps its successor at the update revision: deleting it finishes its update.
 func (v *levelView) supersededBy(u, keeper *Unit) bool {
 	return u.Revision != v.p.UpdateRevision && keeper.Revision == v.p.UpdateRevision && u.Index >= v.p.Partition
 }
@@ -478,9 +476,9 @@ func (v *levelView) successorCreates(out []Create, n int64) []Create {
 		return out
 	}
 	candidates := v.healthy
-	if len(v.deleting) > 0 || len(v.crowded) > 0 {
-		deleting := make(map[int32]bool, len(v.deleting))
-		for _, i := range v.deleting {
+	if len(v.removed) > 0 || len(v.crowded) > 0 {
+		deleting := make(map[int32]bool, len(v.removed))
+		for _, i := range v.removed {
 			deleting[i] = true
 		}
 		candidates = make([]int32, 0, len(v.healthy))
@@ -536,12 +534,12 @@ func (v *levelView) deletes() []Delete {
 		out = v.cleanupMisplaced(b, out)
 		// every healthy candidate is available: the budget decides how many go
 		k := min(room-int64(len(failed)), int64(b.available-b.floor))
-		v.deleting = v.firstInOrder(v.healthy, byUpdateOrder, int(k))
-		for _, i := range v.deleting {
+		healthy := v.firstInOrder(v.healthy, byUpdateOrder, int(k))
+		for _, i := range healthy {
 			b.spend(&v.units[i])
 			out = v.remove(out, i, ReasonUpdate)
 		}
-		v.updateDeletes = int64(len(failed) + len(v.deleting))
+		v.updateDeletes = int64(len(failed) + len(healthy))
 	}
 	slices.SortFunc(out, func(a, b Delete) int {
 		if c := cmp.Compare(a.Index, b.Index); c != 0 {
