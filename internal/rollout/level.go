@@ -139,7 +139,9 @@ type LevelStatus struct {
 	SurgeReplicas int32
 	// SelectedToUpdate are the indices this plan deletes to update them.
 	SelectedToUpdate []int32
-	// Complete is true when exactly [0, Replicas) exists, all at the update revision.
+	// Complete is true when exactly [0, Replicas) is live, all at the update
+	// revision. Terminating units do not hold it back: the operator has nothing
+	// left to do for them, and a Deployment's rollout completes the same way.
 	Complete bool
 }
 
@@ -837,7 +839,7 @@ func (v *levelView) status(deletes []Delete) LevelStatus {
 		UpdatedReplicas:      v.updatedRegular,
 		UpdatedReadyReplicas: v.updatedReadyRegular,
 		SurgeReplicas:        v.liveMisplaced(),
-		Complete:             v.updatedRegular == v.p.Replicas && v.total == v.p.Replicas,
+		Complete:             v.updatedRegular == v.p.Replicas && v.live == v.p.Replicas,
 	}
 	if len(deletes) > 0 {
 		s.SelectedToUpdate = make([]int32, 0, len(deletes))

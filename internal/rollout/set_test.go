@@ -403,6 +403,33 @@ func TestPlanSet_CompleteRolloutMovesCurrentRevision(t *testing.T) {
 	}
 }
 
+// A rollout is complete once every live pod runs the update revision, with
+// outdated pods still terminating: the operator has nothing left to do for
+// them, and a Deployment's rollout completes the same way. Waiting for them
+// held the end of every rollout with a surge back by the pods' grace period.
+func TestPlanSet_RolloutCompletesWhileOutdatedPodsTerminate(t *testing.T) {
+	spec := threeRoles(2, nil)
+	obs := steadyReplicas(spec, "v2")
+	frontend := &obs[0].Cliques[0]
+	frontend.Pods = append(frontend.Pods,
+		Unit{Index: 3, Revision: "frontend@v1", Surge: true, Terminating: true, Key: "surge"},
+		Unit{Index: 1, Revision: "frontend@v1", Terminating: true, Key: "outdated"})
+	plan := planSet(t, SetInput{Spec: spec, Revisions: Revisions{Current: setRevision("v1"), Update: setRevision("v2")}, Replicas: obs,
+		Previous: Progress{UpdateRevision: "v2", UpdateStartedAt: epoch.Add(-time.Minute)}})
+	if s := plan.Status; !s.Complete || s.CurrentRevision != "v2" || !s.Progress.UpdateEndedAt.Equal(epoch) {
+		t.Fatalf("status %+v, want the rollout complete at v2 now", s)
+	}
+	units := frontend.Pods
+	if s := levelStatus(3, "frontend@v2", units); !s.Complete || s.Replicas != 3 || s.SurgeReplicas != 0 {
+		t.Fatalf("the frontend's status %+v, want complete with 3 live pods", s)
+	}
+	units[0].Terminating = false // an outdated pod still live is another matter
+	units[0].Revision = "frontend@v1"
+	if s := levelStatus(3, "frontend@v2", units); s.Complete {
+		t.Fatalf("the frontend's status %+v, complete with a live outdated pod", s)
+	}
+}
+
 func TestPlanSet_ScalesReplicasWithoutStartingARollout(t *testing.T) {
 	spec := threeRoles(3, nil)
 	obs := steadyReplicas(threeRoles(1, nil), "v1")

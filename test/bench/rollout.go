@@ -66,7 +66,9 @@ type Result struct {
 	// Took is from the template change until the controller reports every pod
 	// updated and available; Ideal is Waves × the pods' ready delay.
 	Took, Ideal time.Duration
-	Writes      Writes
+	// Started is when the template changed.
+	Started time.Time
+	Writes  Writes
 }
 
 // Runner rolls workloads in one namespace of a cluster whose pods become ready
@@ -208,6 +210,7 @@ func (r *Runner) measure(ctx context.Context, controller string, s Strategy, don
 		return res, err
 	}
 	start := time.Now()
+	res.Started = start
 	if err := roll(ctx); err != nil {
 		return res, fmt.Errorf("%s: changing the template: %w", controller, err)
 	}
@@ -256,7 +259,9 @@ type SetResult struct {
 	// is what Lockstep's own planner takes with no control plane in the way
 	// (the offline simulator, pods ready ReadyDelay after creation).
 	Took, Ideal time.Duration
-	Writes      Writes
+	// Started is when the template changed.
+	Started time.Time
+	Writes  Writes
 }
 
 // Set rolls pcs (created here, in r.Namespace, with r.PodAnnotations on every

@@ -75,7 +75,8 @@ func TestBench_RolloutAgainstTheDeploymentController(t *testing.T) {
 		if vs := m.Violations(); len(vs) > 0 {
 			t.Fatalf("Lockstep broke an invariant under %s:\n%s", s.Name, vs[0].Report())
 		}
-		t.Logf("Lockstep, %s: most pods live at once %d, fewest available %d; %s", s.Name, mostLive(m.Timeline()), fewestAvailable(m.Timeline(), pods), waveLatency(m.Timeline()))
+		t.Logf("Lockstep, %s: most pods live at once %d, fewest available %d; %s; %s", s.Name, mostLive(m.Timeline()), fewestAvailable(m.Timeline(), pods),
+			waveLatency(m.Timeline()), endsLatency(m.Timeline(), p.Lockstep))
 		if err := r.AwaitNoPods(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -134,18 +135,23 @@ func plannerTime(t *testing.T, pcs *v1alpha1.PodCliqueSet, startup, grace time.D
 }
 
 // waveLatency says where a wave's time goes, as the monitor saw it: from a
-// pod turning ready to the next pod created (the operator's reaction), and
-// from a pod created to it turning ready (scheduling plus the ready delay).
+// pod turning ready to the next pod created (the operator's reaction), from a
+// pod created to bound (scheduling) and from bound to ready (the ready delay).
 func waveLatency(events []monitor.Event) string {
-	var react, start []time.Duration
+	var react, schedule, start []time.Duration
 	var lastReady time.Time
-	created := map[string]time.Time{}
+	created, bound := map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range events {
 		switch e.Kind {
 		case monitor.PodReady:
 			lastReady = e.Time
+			if b, ok := bound[e.Name]; ok {
+				start = append(start, e.Time.Sub(b))
+			}
+		case monitor.PodBound:
+			bound[e.Name] = e.Time
 			if c, ok := created[e.Name]; ok {
-				start = append(start, e.Time.Sub(c))
+				schedule = append(schedule, e.Time.Sub(c))
 			}
 		case monitor.PodCreated:
 			created[e.Name] = e.Time
@@ -155,8 +161,31 @@ func waveLatency(events []monitor.Event) string {
 			}
 		}
 	}
-	return fmt.Sprintf("pod ready → next pod created: median %s over %d; pod created → ready: median %s over %d",
-		median(react), len(react), median(start), len(start))
+	return fmt.Sprintf("pod ready → next pod created: median %s over %d; created → bound: median %s over %d; bound → ready: median %s over %d",
+		median(react), len(react), median(schedule), len(schedule), median(start), len(start))
+}
+
+// endsLatency is the time a rollout spends outside its waves: from the
+// template change to the first pod created, and from the last pod ready to the
+// rollout reported done.
+func endsLatency(events []monitor.Event, res bench.Result) string {
+	var first, last time.Time
+	for _, e := range events {
+		if e.Time.Before(res.Started) {
+			continue
+		}
+		if e.Kind == monitor.PodCreated && first.IsZero() {
+			first = e.Time
+		}
+		if e.Kind == monitor.PodReady {
+			last = e.Time
+		}
+	}
+	if first.IsZero() || last.IsZero() {
+		return "no pod created or ready after the template changed"
+	}
+	return fmt.Sprintf("template changed → first pod created %s; last pod ready → done %s",
+		first.Sub(res.Started).Round(time.Millisecond), res.Started.Add(res.Took).Sub(last).Round(time.Millisecond))
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -15,6 +15,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
+	"github.com/lockstep-dev/lockstep/internal/controller/slowstart"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -70,32 +71,46 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 // was observed (its UID and resourceVersion). The plan judged each pod
 // from the cache; a pod that changed since, say one that turned Ready after it
 // was taken for failed and so free to replace, must be judged again, not
-// deleted: the conflict ends the pass and the next one plans afresh. What it
+// deleted: the conflict ends the pass once its batch is done (the other
+// deletes of a batch stand: a pod that changed makes none of them less safe)
+// and the next pass plans afresh. What it
 // did is told in one Event per kind of change (see podEvents), also when it
 // stops at an error.
 func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan rollout.LevelPlan, obs observation, t revisionTemplates) error {
 	var ev podEvents
 	defer ev.record(r.Recorder, pclq)
-	for _, d := range plan.Deletes {
-		pod := obs.pods[d.Key]
+	// Deletes, then creates, each run side by side (slowstart); what was done
+	// is told in the plan's order.
+	deleted := make([]*corev1.Pod, len(plan.Deletes))
+	_, err := slowstart.Run(len(plan.Deletes), func(i int) error {
+		pod := obs.pods[plan.Deletes[i].Key]
 		if pod == nil || pod.DeletionTimestamp != nil {
-			continue // an unseen create, or already going
+			return nil // an unseen create, or already going
 		}
 		uid, rv := pod.UID, pod.ResourceVersion
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}
 		r.Expectations.Deleted(client.ObjectKeyFromObject(pclq), uid)
-		ev.add(pod, "DeletedPod", "Delete", "Deleted", "pod", string(d.Reason),
-			fmt.Sprintf("index %d, revision %s", d.Index, pod.Labels[v1alpha1.LabelTemplateHash]))
-	}
-	if len(plan.Creates) == 0 {
+		deleted[i] = pod
 		return nil
+	})
+	for i, pod := range deleted {
+		if pod != nil {
+			d := plan.Deletes[i]
+			ev.add(pod, "DeletedPod", "Delete", "Deleted", "pod", string(d.Reason),
+				fmt.Sprintf("index %d, revision %s", d.Index, pod.Labels[v1alpha1.LabelTemplateHash]))
+		}
+	}
+	if err != nil || len(plan.Creates) == 0 {
+		return err
 	}
 	if ok, err := fresh.MayCreate(ctx, r.APIReader, pclq, "pods"); !ok || err != nil {
 		return err
 	}
-	for _, c := range plan.Creates {
+	created := make([]*corev1.Pod, len(plan.Creates))
+	_, err = slowstart.Run(len(plan.Creates), func(i int) error {
+		c := plan.Creates[i]
 		tmpl, ok := t.forHash(c.Revision)
 		if !ok {
 			return fmt.Errorf("PodClique %s: no template for revision %s", pclq.Name, c.Revision)
@@ -104,20 +119,27 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 		pod := newPod(pclq, c, tmpl, name)
 		err := r.Client.Create(ctx, pod)
 		if apierrors.IsAlreadyExists(err) {
-			continue // an earlier create the cache has not shown; the pod's own event brings us back
+			return nil // an earlier create the cache has not shown; the pod's own event brings us back
 		}
 		if err != nil {
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
 		r.Expectations.Created(client.ObjectKeyFromObject(pclq), pod.Name,
 			rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, CreatedAt: pod.CreationTimestamp.Time, Key: pod.Name})
-		what := "pod"
-		if c.Surge || obs.live[c.Index] {
-			what = "surge pod" // above replicas, or beside the pod it replaces
+		created[i] = pod
+		return nil
+	})
+	for i, pod := range created {
+		if pod != nil {
+			c := plan.Creates[i]
+			what := "pod"
+			if c.Surge || obs.live[c.Index] {
+				what = "surge pod" // above replicas, or beside the pod it replaces
+			}
+			ev.add(pod, "CreatedPod", "Create", "Created", what, "", fmt.Sprintf("index %d, revision %s", c.Index, c.Revision))
 		}
-		ev.add(pod, "CreatedPod", "Create", "Created", what, "", fmt.Sprintf("index %d, revision %s", c.Index, c.Revision))
 	}
-	return nil
+	return err
 }
 
 // podEventsListed is how many pods one Event names; the rest are counted.

@@ -1,15 +1,21 @@
 package podclique
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
@@ -141,5 +147,85 @@ func TestApply_CreatesNoPodForAPodCliqueTheCacheShowsLate(t *testing.T) {
 	apply(live)
 	if n := podsOf(live); n != 1 {
 		t.Fatalf("a live PodClique got %d pods, want 1", n)
+	}
+}
+
+// A wide step's pods are created side by side, a batch at a time (slowstart),
+// and told in one Event in the plan's order; when the first create fails no
+// other is tried. The interceptor lets the second batch's two creates through
+// only once both are in flight: made one after another, they would wait out
+// the deadline and fail.
+func TestApply_CreatesAWideStepSideBySide(t *testing.T) {
+	env, ns := testenv.StartForTest(t, testenv.Options{}, "wide")
+	ctx := t.Context()
+	pclq := &v1alpha1.PodClique{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
+		Spec: v1alpha1.PodCliqueSpec{Replicas: 6, Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}}}},
+	}
+	if err := env.Client.Create(ctx, pclq); err != nil {
+		t.Fatal(err)
+	}
+	var plan rollout.LevelPlan
+	for i := range int32(6) {
+		plan.Creates = append(plan.Creates, rollout.Create{Index: i, Revision: "h1"})
+	}
+	tmpl := revisionTemplates{update: podTemplate{hash: "h1", spec: &pclq.Spec.Template}}
+
+	var mu sync.Mutex
+	var tried []string
+	secondBatch := make(chan struct{}, 2)
+	var refuse bool
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mu.Lock()
+			tried = append(tried, obj.GetName())
+			mu.Unlock()
+			if refuse {
+				return errors.New("refused by the test")
+			}
+			if obj.GetName() == "worker-1" || obj.GetName() == "worker-2" {
+				secondBatch <- struct{}{}
+				both := func(context.Context) (bool, error) { return len(secondBatch) == 2, nil }
+				if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, both); err != nil {
+					return fmt.Errorf("%s: the other create of its batch never started: %w", obj.GetName(), err)
+				}
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, APIReader: env.Client, Recorder: rec, Expectations: expectations.New[rollout.Unit](time.Now)}
+	if err := r.apply(ctx, pclq, plan, observation{pods: map[string]*corev1.Pod{}}, tmpl); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 6 {
+		t.Fatalf("%d pods created, want 6", len(pods.Items))
+	}
+	want := "Created 6 pods: worker-0 (index 0, revision h1), worker-1 (index 1, revision h1), worker-2"
+	if got := <-rec.Events; !strings.Contains(got, want) {
+		t.Fatalf("event %q, want it to say %q", got, want)
+	}
+
+	refuse, tried = true, nil
+	other := pclq.DeepCopy()
+	other.Name = "other"
+	other.ResourceVersion, other.UID = "", ""
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.apply(ctx, other, plan, observation{pods: map[string]*corev1.Pod{}}, tmpl); err == nil {
+		t.Fatal("apply reported no error for refused creates")
+	}
+	if len(tried) != 1 {
+		t.Fatalf("%d creates tried after the first was refused (%v), want 1", len(tried), tried)
 	}
 }
