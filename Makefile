@@ -172,13 +172,13 @@ bench: ## Planner benchmarks, with figures relative to a baseline measured in th
 bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the Deployment controller and with Lockstep on a local cluster (BENCH_PODS, default 60), then the disaggregated example against its planner: time, ideal, apiserver writes.
 	LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_PODS=$${BENCH_PODS:-60} LOCKSTEP_E2E_CLUSTER=lockstep-bench \
 		go test -count=1 -tags e2e -timeout 60m -run '^TestBench_RolloutAgainstTheDeploymentController$$' -v ./test/e2e/ \
-		| grep -vE '^(=== RUN|--- PASS|PASS$$)'
+		| grep --line-buffered -vE '^(=== RUN|--- PASS|PASS$$)'
 
 .PHONY: bench-scale
 bench-scale: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Create, roll and delete 100 PodCliqueSets × 100 pods on a local cluster (BENCH_SETS, BENCH_SET_PODS): phase times, reconcile p50/p99, operator writes, CPU and peak RSS, writes over 60 s settled.
-	LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_SCALE_SETS=$${BENCH_SETS:-100} LOCKSTEP_BENCH_SCALE_PODS=$${BENCH_SET_PODS:-100} LOCKSTEP_BENCH_SCALE_IDLE=60s \
-		LOCKSTEP_E2E_CLUSTER=lockstep-scale go test -count=1 -tags e2e -timeout 90m -run '^TestBench_Scale$$' -v ./test/e2e/ \
-		| grep -vE '^(=== RUN|--- PASS|PASS$$)'
+	LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_SCALE_SETS=$${BENCH_SETS:-100} LOCKSTEP_BENCH_SCALE_PODS=$${BENCH_SET_PODS:-100} LOCKSTEP_BENCH_SCALE_IDLE=60s LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT=75m \
+		LOCKSTEP_E2E_CLUSTER=lockstep-scale go test -count=1 -tags e2e -timeout 240m -run '^TestBench_Scale$$' -v ./test/e2e/ \
+		| grep --line-buffered -vE '^(=== RUN|--- PASS|PASS$$)'
 
 .PHONY: dashboard-picture
 dashboard-picture: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Draw docs/images/dashboard.svg from the operator's metrics during a real rollout (the e2e metrics test, on its own cluster).

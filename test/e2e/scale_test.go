@@ -35,6 +35,9 @@ const (
 	// envScaleIdle is the settled window over which the operator's writes are
 	// counted (a duration; 60s in `make bench-scale`).
 	envScaleIdle = "LOCKSTEP_BENCH_SCALE_IDLE"
+	// envScalePhaseTimeout bounds each phase (30m unless set): on two cores
+	// kwok and the scheduler move 10,000 pods in about half an hour.
+	envScalePhaseTimeout = "LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT"
 )
 
 // Many PodCliqueSets of one clique each are created, rolled (25%/25%) and
@@ -44,14 +47,8 @@ const (
 // finishes and that a settled cluster gets no write from the operator.
 func TestBench_Scale(t *testing.T) {
 	sets, pods := envInt(t, envScaleSets, 2), envInt(t, envScalePods, 10)
-	idle := 5 * time.Second
-	if v := os.Getenv(envScaleIdle); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envScaleIdle, v, err)
-		}
-		idle = d
-	}
+	idle := envDuration(t, envScaleIdle, 5*time.Second)
+	phaseTimeout := envDuration(t, envScalePhaseTimeout, 30*time.Minute)
 	ctx := t.Context()
 	// Each simulated node takes 1000 pods; leave room for the surge.
 	if err := testCluster.SetNodes(ctx, max(2, (sets*pods*5/4+999)/1000)); err != nil {
@@ -67,13 +64,47 @@ func TestBench_Scale(t *testing.T) {
 		name string
 		took time.Duration
 	}{}
+	// report prints the phases done and the operator's figures since start;
+	// a run that fails still tells what it measured.
+	report := func(ctx context.Context, settled string) {
+		end, err := scrapeOperator(ctx)
+		if err != nil {
+			t.Errorf("reading the operator's metrics: %v", err)
+			return
+		}
+		rss, err := testOperator.currentPeakRSS()
+		if err != nil {
+			t.Errorf("reading the operator's peak RSS: %v", err)
+			return
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d PodCliqueSets × %d pods (%d pods):\n", sets, pods, total)
+		for _, p := range phases {
+			fmt.Fprintf(&b, "  %-62s %8.1f s\n", p.name, p.took.Seconds())
+		}
+		rec := end.reconcile.minus(start.reconcile)
+		p50, p99 := rec.quantile(0.5), rec.quantile(0.99)
+		fmt.Fprintf(&b, "  reconcile latency (every controller)  p50 %s  p99 %s\n", fmtSeconds(p50), fmtSeconds(p99))
+		fmt.Fprintf(&b, "  operator writes  %.0f (%.2f per pod created, rolled and deleted)%s\n",
+			end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
+		fmt.Fprintf(&b, "  operator CPU  %.1f s; peak RSS %.0f MiB\n", end.cpu-start.cpu, float64(rss)/(1<<20))
+		t.Log(b.String())
+	}
+	finished := false
+	t.Cleanup(func() {
+		if !finished { // t.Context() is done by now
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			report(ctx, "; the run stopped before the settled window")
+		}
+	})
 	phase := func(name string, act func() error, done func(context.Context) (bool, string, error)) {
 		t.Helper()
 		began := time.Now()
 		if err := act(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		eventuallyState(t, 30*time.Minute, name, done)
+		eventuallyState(t, phaseTimeout, name, done)
 		phases = append(phases, struct {
 			name string
 			took time.Duration
@@ -196,27 +227,8 @@ func TestBench_Scale(t *testing.T) {
 		}
 		return len(list.Items) == 0, fmt.Sprintf("%d pods left", len(list.Items)), nil
 	})
-	end, err := scrapeOperator(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rss, err := testOperator.currentPeakRSS()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d PodCliqueSets × %d pods (%d pods):\n", sets, pods, total)
-	for _, p := range phases {
-		fmt.Fprintf(&b, "  %-62s %8.1f s\n", p.name, p.took.Seconds())
-	}
-	rec := end.reconcile.minus(start.reconcile)
-	p50, p99 := rec.quantile(0.5), rec.quantile(0.99)
-	fmt.Fprintf(&b, "  reconcile latency (every controller)  p50 %s  p99 %s\n", fmtSeconds(p50), fmtSeconds(p99))
-	fmt.Fprintf(&b, "  operator writes  %.0f (%.2f per pod created, rolled and deleted); %.0f in %s settled\n",
-		end.writes-start.writes, (end.writes-start.writes)/float64(total), after.writes-before.writes, idle)
-	fmt.Fprintf(&b, "  operator CPU  %.1f s; peak RSS %.0f MiB\n", end.cpu-start.cpu, float64(rss)/(1<<20))
-	t.Log(b.String())
+	finished = true
+	report(ctx, fmt.Sprintf("; %.0f in %s settled", after.writes-before.writes, idle))
 }
 
 const scaleImage = "lockstep-bench/scale"
@@ -244,15 +256,34 @@ func benchSet(ns, name string, pods int) *v1alpha1.PodCliqueSet {
 // state cond described after timeout. API errors are retried.
 func eventuallyState(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) {
 	t.Helper()
+	began, told := time.Now(), time.Now()
 	testenv.Eventually(t, what, timeout, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		ok, state, err := cond(ctx)
 		if err != nil {
-			return false, err.Error()
+			state = err.Error()
 		}
-		return ok, state
+		if !ok && time.Since(told) >= time.Minute { // a long phase shows where it is
+			t.Logf("%s, %s in: %s", what, time.Since(began).Round(time.Second), state)
+			told = time.Now()
+		}
+		return ok && err == nil, state
 	})
+}
+
+// envDuration reads a duration from an env variable, def when unset.
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration", name, v)
+	}
+	return d
 }
 
 // envInt reads a positive number from an env variable, def when unset.
