@@ -609,7 +609,8 @@ func templateHashes(t *testing.T, pcs *v1alpha1.PodCliqueSet) map[string]string 
 }
 
 // indicesWithoutHoles checks that every PodClique of the PodCliqueSet has
-// exactly the pods 0 .. replicas-1 (terminating ones aside).
+// exactly the pods 0 .. replicas-1 (terminating pods, and PodCliques being
+// deleted, aside).
 func (s *scene) indicesWithoutHoles(ctx context.Context) error {
 	var cliques v1alpha1.PodCliqueList
 	if err := testCluster.Client.List(ctx, &cliques, client.InNamespace(s.ns), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: s.name}); err != nil {
@@ -617,6 +618,9 @@ func (s *scene) indicesWithoutHoles(ctx context.Context) error {
 	}
 	var problems []string
 	for _, pc := range cliques.Items {
+		if pc.DeletionTimestamp != nil {
+			continue // on its way out with its pods: a rollout completes without waiting for it
+		}
 		var pods corev1.PodList
 		if err := testCluster.Client.List(ctx, &pods, client.InNamespace(s.ns), client.MatchingLabels{v1alpha1.LabelPodClique: pc.Name}); err != nil {
 			return err
