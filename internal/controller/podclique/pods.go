@@ -2,6 +2,7 @@ package podclique
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -64,8 +65,9 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 }
 
 // apply carries out a plan: deletes first (they free indices and budget), then
-// creates, once a live read shows the PodClique still there and not being
-// deleted (fresh.MayCreate: the cache can show its deletion late). Both are
+// creates, once a live read (made beside the deletes) shows the PodClique still
+// there and not being deleted (fresh.MayCreate: the cache can show its deletion
+// late). Both are
 // idempotent: a pod's name follows from its index and the pods observed
 // (naming.ReplacementPod), and deletes are conditional on the pod being as it
 // was observed (its UID and resourceVersion). The plan judged each pod
@@ -80,7 +82,12 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 	var ev podEvents
 	defer ev.record(r.Recorder, pclq)
 	// Deletes, then creates, each run side by side (slowstart); what was done
-	// is told in the plan's order.
+	// is told in the plan's order. The live read that guards the creates runs
+	// beside the deletes.
+	var mayCreate func() (bool, error)
+	if len(plan.Creates) > 0 {
+		mayCreate = fresh.MayCreateBeside(ctx, r.APIReader, pclq, "pods")
+	}
 	deleted := make([]*corev1.Pod, len(plan.Deletes))
 	_, err := slowstart.Run(len(plan.Deletes), func(i int) error {
 		pod := obs.pods[plan.Deletes[i].Key]
@@ -102,11 +109,11 @@ func (r *Reconciler) apply(ctx context.Context, pclq *v1alpha1.PodClique, plan r
 				fmt.Sprintf("index %d, revision %s", d.Index, pod.Labels[v1alpha1.LabelTemplateHash]))
 		}
 	}
-	if err != nil || len(plan.Creates) == 0 {
+	if mayCreate == nil {
 		return err
 	}
-	if ok, err := fresh.MayCreate(ctx, r.APIReader, pclq, "pods"); !ok || err != nil {
-		return err
+	if ok, ferr := mayCreate(); err != nil || ferr != nil || !ok {
+		return errors.Join(err, ferr)
 	}
 	created := make([]*corev1.Pod, len(plan.Creates))
 	_, err = slowstart.Run(len(plan.Creates), func(i int) error {
