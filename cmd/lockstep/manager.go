@@ -18,11 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
+	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // managerOptions are the flags of every command that runs a manager (the
@@ -93,6 +95,7 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 	// Rollouts write many objects at once; client-go's default of 5 per second
 	// (what a bare kubeconfig gets) would pace them, not the planner.
 	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
+	lockstepmetrics.RegisterClientLatency(crmetrics.Registry)
 	if o.devWebhooks {
 		if err := devwebhook.WriteServingCert(o.webhookCertDir, o.devWebhookHost); err != nil {
 			return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -23,8 +24,8 @@ type Writes map[string]float64
 // writeVerbs are the verbs that change state.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true}
 
-// ScrapeWrites reads apiserver_request_total from the apiserver's /metrics.
-func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
+// ScrapeAPIServer reads the apiserver's /metrics.
+func ScrapeAPIServer(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -37,6 +38,15 @@ func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
 	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
 		return nil, fmt.Errorf("parsing the apiserver's metrics: %w", err)
+	}
+	return families, nil
+}
+
+// ScrapeWrites reads apiserver_request_total from the apiserver's /metrics.
+func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
+	families, err := ScrapeAPIServer(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	w := Writes{}
 	fam, ok := families["apiserver_request_total"]

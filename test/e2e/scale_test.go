@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controller/write"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
+	"github.com/lockstep-dev/lockstep/test/bench"
 )
 
 // Env variables of TestBench_Scale; `make bench-scale` sets 100 × 100. The e2e
@@ -60,6 +62,10 @@ func TestBench_Scale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startServed, err := scrapeAPIServerWrites(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	phases := []struct {
 		name string
 		took time.Duration
@@ -70,6 +76,11 @@ func TestBench_Scale(t *testing.T) {
 		end, err := scrapeOperator(ctx)
 		if err != nil {
 			t.Errorf("reading the operator's metrics: %v", err)
+			return
+		}
+		endServed, err := scrapeAPIServerWrites(ctx)
+		if err != nil {
+			t.Errorf("reading the apiserver's metrics: %v", err)
 			return
 		}
 		rss, err := testOperator.currentPeakRSS()
@@ -85,6 +96,14 @@ func TestBench_Scale(t *testing.T) {
 		rec := end.reconcile.minus(start.reconcile)
 		p50, p99 := rec.quantile(0.5), rec.quantile(0.99)
 		fmt.Fprintf(&b, "  reconcile latency (every controller)  p50 %s  p99 %s\n", fmtSeconds(p50), fmtSeconds(p99))
+		// What a reconcile's time is made of: its writes' round trips, and
+		// the wait for the client's own rate limit before them.
+		req, wait := end.requests.minus(start.requests), end.throttled.minus(start.throttled)
+		served := endServed.minus(startServed)
+		fmt.Fprintf(&b, "  operator write latency  p50 %s  p99 %s; wait for its rate limit (every request)  p50 %s  p99 %s\n",
+			fmtSeconds(req.quantile(0.5)), fmtSeconds(req.quantile(0.99)), fmtSeconds(wait.quantile(0.5)), fmtSeconds(wait.quantile(0.99)))
+		fmt.Fprintf(&b, "  apiserver latency of every write it served (kwok, scheduler, controllers, operator)  p50 %s  p99 %s\n",
+			fmtSeconds(served.quantile(0.5)), fmtSeconds(served.quantile(0.99)))
 		fmt.Fprintf(&b, "  operator writes  %.0f (%.2f per pod created, rolled and deleted)%s\n",
 			end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
 		fmt.Fprintf(&b, "  operator CPU  %.1f s; peak RSS %.0f MiB\n", end.cpu-start.cpu, float64(rss)/(1<<20))
@@ -308,6 +327,10 @@ type operatorScrape struct {
 	// cpu is process_cpu_seconds_total.
 	cpu       float64
 	reconcile histogram
+	// requests is how long its writes took, send to response
+	// (rest_client_request_duration_seconds); throttled how long its
+	// requests waited for its own rate limit first.
+	requests, throttled histogram
 }
 
 // histogram is controller_runtime_reconcile_time_seconds summed over every
@@ -359,7 +382,11 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 	if err != nil {
 		return operatorScrape{}, fmt.Errorf("parsing the operator's metrics: %w", err)
 	}
-	s := operatorScrape{reconcile: histogram{}}
+	s := operatorScrape{
+		reconcile: sumHistograms(families, "controller_runtime_reconcile_time_seconds", nil),
+		requests:  sumHistograms(families, "rest_client_request_duration_seconds", isWriteVerb),
+		throttled: sumHistograms(families, "rest_client_rate_limiter_duration_seconds", nil),
+	}
 	if f, ok := families["rest_client_requests_total"]; ok {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
@@ -372,12 +399,47 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 	if f, ok := families["process_cpu_seconds_total"]; ok && len(f.GetMetric()) > 0 {
 		s.cpu = f.GetMetric()[0].GetCounter().GetValue()
 	}
-	if f, ok := families["controller_runtime_reconcile_time_seconds"]; ok {
-		for _, m := range f.GetMetric() {
-			for _, b := range m.GetHistogram().GetBucket() {
-				s.reconcile[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-			}
+	return s, nil
+}
+
+// isWriteVerb keeps the series of requests that change state.
+func isWriteVerb(labels map[string]string) bool {
+	switch labels["verb"] {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// sumHistograms adds up the series of a histogram family that keep accepts
+// (every series when keep is nil).
+func sumHistograms(families map[string]*dto.MetricFamily, name string, keep func(labels map[string]string) bool) histogram {
+	h := histogram{}
+	f, ok := families[name]
+	if !ok {
+		return h
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if keep != nil && !keep(labels) {
+			continue
+		}
+		for _, b := range m.GetHistogram().GetBucket() {
+			h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
 		}
 	}
-	return s, nil
+	return h
+}
+
+// scrapeAPIServerWrites is the apiserver's own latency of every write it
+// served, whoever sent it: what a reconcile that writes cannot beat.
+func scrapeAPIServerWrites(ctx context.Context) (histogram, error) {
+	families, err := bench.ScrapeAPIServer(ctx, testCluster.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	return sumHistograms(families, "apiserver_request_duration_seconds", isWriteVerb), nil
 }
