@@ -24,6 +24,10 @@ type Writes map[string]float64
 // writeVerbs are the verbs that change state.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true}
 
+// IsWriteVerb reports whether a metric's verb (the apiserver's or client-go's
+// label) changes state.
+func IsWriteVerb(verb string) bool { return writeVerbs[verb] }
+
 // ScrapeAPIServer reads the apiserver's /metrics.
 func ScrapeAPIServer(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
 	cs, err := kubernetes.NewForConfig(cfg)

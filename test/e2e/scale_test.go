@@ -333,8 +333,8 @@ type operatorScrape struct {
 	requests, throttled histogram
 }
 
-// histogram is controller_runtime_reconcile_time_seconds summed over every
-// controller: cumulative counts by upper bound.
+// histogram is a latency histogram summed over its series (every controller,
+// every verb kept): cumulative counts by upper bound.
 type histogram map[float64]float64
 
 func (h histogram) minus(earlier histogram) histogram {
@@ -403,13 +403,7 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 }
 
 // isWriteVerb keeps the series of requests that change state.
-func isWriteVerb(labels map[string]string) bool {
-	switch labels["verb"] {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
-}
+func isWriteVerb(labels map[string]string) bool { return bench.IsWriteVerb(labels["verb"]) }
 
 // sumHistograms adds up the series of a histogram family that keep accepts
 // (every series when keep is nil).

@@ -67,8 +67,7 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 // apply carries out a plan: deletes first (they free indices and budget), then
 // creates, once a live read (made beside the deletes) shows the PodClique still
 // there and not being deleted (fresh.MayCreate: the cache can show its deletion
-// late). Both are
-// idempotent: a pod's name follows from its index and the pods observed
+// late). Both are idempotent: a pod's name follows from its index and the pods observed
 // (naming.ReplacementPod), and deletes are conditional on the pod being as it
 // was observed (its UID and resourceVersion). The plan judged each pod
 // from the cache; a pod that changed since, say one that turned Ready after it
