@@ -93,13 +93,17 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/fleet/... output:crd:artifacts:config=config/fleet/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/hub/... output:rbac:artifacts:config=config/fleet/rbac
+	$(CONTROLLER_GEN) rbac:roleName=hub-member paths=./internal/fleet/member output:rbac:artifacts:config=config/fleet/member-rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/fleet output:webhook:artifacts:config=config/fleet/webhook
 	rm -f charts/lockstep/crds/*.yaml charts/lockstep/files/fleet-crds/*.yaml
 	cp config/crd/bases/*.yaml charts/lockstep/crds/
 	cp config/fleet/crd/bases/*.yaml charts/lockstep/files/fleet-crds/
 	cp config/rbac/role.yaml charts/lockstep/files/operator-role.yaml
+	cp config/fleet/rbac/role.yaml charts/lockstep/files/hub-role.yaml
+	cp config/fleet/member-rbac/role.yaml charts/lockstep/files/member-role.yaml
 	cp config/webhook/manifests.yaml charts/lockstep/files/webhook-manifests.yaml
+	cp config/fleet/webhook/manifests.yaml charts/lockstep/files/fleet-webhook-manifests.yaml
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are stale.

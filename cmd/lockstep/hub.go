@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -30,6 +33,9 @@ type hubOptions struct {
 	validatingConfigName string
 	probeInterval        time.Duration
 	probeTimeout         time.Duration
+	fleetNamespace       string
+	allowKubeconfigExec  bool
+	allowInsecureTLS     bool
 }
 
 func newHubCommand() *cobra.Command {
@@ -44,10 +50,16 @@ func newHubCommand() *cobra.Command {
 	f := cmd.Flags()
 	// Its own ports and names, so that a hub runs beside an operator.
 	o.bind(f, managerDefaults{what: "hub", metricsAddr: ":8090", probeAddr: ":8091", webhookPort: 9444,
-		certDir: "lockstep-hub-webhook-certs", certNamespace: "lockstep-fleet", certSecret: "lockstep-hub-webhook-server-cert", service: "lockstep-hub-webhook-service"})
+		certDir: "lockstep-hub-webhook-certs", certNamespace: "lockstep-system", certSecret: "lockstep-hub-webhook-server-cert", service: "lockstep-hub-webhook-service"})
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-fleet-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
 	f.DurationVar(&o.probeInterval, "member-probe-interval", membercluster.DefaultProbeInterval, "How often each member cluster is probed (/readyz and discovery).")
 	f.DurationVar(&o.probeTimeout, "member-probe-timeout", membercluster.DefaultProbeTimeout, "Timeout of each request of a member probe.")
+	f.StringVar(&o.fleetNamespace, "fleet-namespace", membercluster.DefaultFleetNamespace,
+		"The only namespace member kubeconfig Secrets are read from (and the only one whose Secrets the hub caches); MemberClusters naming another are refused.")
+	f.BoolVar(&o.allowKubeconfigExec, "allow-kubeconfig-exec", false,
+		"Let member kubeconfigs run exec plugins and auth providers and name files (tokenFile, client-certificate, client-key, certificate-authority): whoever can write a kubeconfig Secret can then run commands as the hub and have it send any file it can read, such as its own service-account token, to a server of theirs.")
+	f.BoolVar(&o.allowInsecureTLS, "allow-insecure-kubeconfig-tls", false,
+		"Let member kubeconfigs set insecure-skip-tls-verify: true: the hub then sends their credentials to whoever answers at the member's address.")
 	return cmd
 }
 
@@ -59,18 +71,27 @@ func runHub(o *hubOptions) error {
 	memberScheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(memberScheme))
 	utilruntime.Must(v1alpha1.AddToScheme(memberScheme))
+	// An empty namespace would make the cache keep every namespace's Secrets.
+	if errs := validation.IsDNS1123Label(o.fleetNamespace); len(errs) > 0 {
+		return fmt.Errorf("--fleet-namespace %q: %s", o.fleetNamespace, strings.Join(errs, "; "))
+	}
+	o.cacheByObject = hub.CacheByObject(o.fleetNamespace)
 	mgr, _, err := o.newManager(scheme, "hub.fleet.lockstep.dev")
 	if err != nil {
 		return err
 	}
 	reg := members.NewRegistry(memberScheme, ctrl.Log.WithName("members"))
-	if err := hub.Setup(mgr, reg, hub.Options{ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout}); err != nil {
+	if err := hub.Setup(mgr, reg, hub.Options{
+		ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
+		FleetNamespace: o.fleetNamespace, AllowExec: o.allowKubeconfigExec, AllowInsecureTLS: o.allowInsecureTLS,
+	}); err != nil {
 		return err
 	}
 	return o.serve(mgr, webhookServing{
 		dev:            devwebhook.Registrar{Manifests: config.FleetWebhookManifests, Name: hubDevWebhookConfig},
 		caName:         "lockstep-hub-ca",
 		configurations: []rotator.WebhookInfo{{Name: o.validatingConfigName, Type: rotator.Validating}},
-		setup:          fleetwebhook.Setup,
-	}, "starting hub", "probeInterval", o.probeInterval, "probeTimeout", o.probeTimeout)
+		setup:          func(mgr ctrl.Manager) error { return fleetwebhook.Setup(mgr, o.fleetNamespace) },
+	}, "starting hub", "probeInterval", o.probeInterval, "probeTimeout", o.probeTimeout,
+		"fleetNamespace", o.fleetNamespace, "allowKubeconfigExec", o.allowKubeconfigExec, "allowInsecureKubeconfigTLS", o.allowInsecureTLS)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,6 +48,9 @@ type managerOptions struct {
 	webhookService   string
 	concurrency      int
 	log              logOptions
+	// cacheByObject is added to the cache's per-type settings (the hub keeps
+	// Secrets of its fleet namespace only). Not a flag.
+	cacheByObject map[client.Object]cache.ByObject
 }
 
 // managerDefaults are what differs between the commands, so that an operator
@@ -105,12 +109,13 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 	if o.concurrency < 1 {
 		return nil, nil, fmt.Errorf("--max-concurrent-reconciles %d: must be at least 1", o.concurrency)
 	}
+	// Nothing reads managedFields: the cache does not keep them; of pods it
+	// keeps only what the controllers read (pods.TrimForCache).
+	byObject := map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods.TrimForCache}}
+	maps.Copy(byObject, o.cacheByObject)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// Nothing reads managedFields: the cache does not keep them; of pods it
-		// keeps only what the controllers read (pods.TrimForCache).
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods.TrimForCache}}},
+		Scheme:                  scheme,
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject},
 		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,

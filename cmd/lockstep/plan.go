@@ -58,8 +58,11 @@ with the progress of each role, the result and summary figures.
 Both manifests are defaulted and validated as the cluster would (the second as an
 update of the first); invalid input is refused with every error.
 
-Given two FederatedWorkloads and the member clusters (--cluster), plan divides
-the replicas as the hub would and plays the fleet rollout wave by wave: the
+Given two FederatedWorkloads and the member clusters (--cluster), plan chooses
+the clusters as the hub would (the workload's Placement, MemberClusterSets and
+MemberClusterSetBindings may sit in the same files; without sets, one holding
+every --cluster is assumed bound to the workload's namespace), divides the
+replicas and plays the fleet rollout wave by wave: the
 hub's planner hands out grants under the one global budget, each member's own
 controller acts on its grant, and new units become available --startup later.
 It prints every wave (the fleet against its floor and ceiling, each cluster's
@@ -371,6 +374,19 @@ func readManifest(name string, stdin io.Reader) (*v1alpha1.PodCliqueSet, error) 
 
 // readObject reads the one YAML or JSON object of a file ("-": stdin).
 func readObject(name string, stdin io.Reader) (map[string]any, error) {
+	objs, err := readObjects(name, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one PodCliqueSet or FederatedWorkload, found %d YAML documents", name, len(objs))
+	}
+	return objs[0], nil
+}
+
+// readObjects reads every YAML or JSON object of a file ("-": stdin), skipping
+// documents of only comments.
+func readObjects(name string, stdin io.Reader) ([]map[string]any, error) {
 	var data []byte
 	var err error
 	if name == "-" {
@@ -395,18 +411,23 @@ func readObject(name string, stdin io.Reader) (map[string]any, error) {
 			docs = append(docs, doc)
 		}
 	}
-	if len(docs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one PodCliqueSet or FederatedWorkload, found %d YAML documents", name, len(docs))
+	objs := make([]map[string]any, 0, len(docs))
+	for i, doc := range docs {
+		where := name
+		if len(docs) > 1 {
+			where = fmt.Sprintf("%s: document %d", name, i+1)
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		var obj map[string]any
+		if err := utiljson.Unmarshal(js, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("%s: not a YAML or JSON object", where)
+		}
+		objs = append(objs, obj)
 	}
-	js, err := yaml.YAMLToJSON(docs[0])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var obj map[string]any
-	if err := utiljson.Unmarshal(js, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("%s: not a YAML or JSON object", name)
-	}
-	return obj, nil
+	return objs, nil
 }
 
 // stripComments drops comment lines, so that a document of only comments counts

@@ -9,18 +9,20 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetplan"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 	fleetwebhook "github.com/lockstep-dev/lockstep/internal/webhook/fleet"
 )
 
-// isFleet tells whether the manifests are FederatedWorkloads, by the kind of
-// the first one. Standard input is read here once; the reader returned reads
-// it again from the start.
+// isFleet tells whether the manifests are FederatedWorkloads: the first file
+// holds one (beside, possibly, the fleet objects a plan reads). Standard input
+// is read here once; the reader returned reads it again from the start.
 func (o *planOptions) isFleet(stdin io.Reader) (io.Reader, bool, error) {
 	if len(o.files) == 0 {
 		return stdin, false, nil
@@ -33,21 +35,26 @@ func (o *planOptions) isFleet(stdin io.Reader) (io.Reader, bool, error) {
 		}
 		stdin, peek = bytes.NewReader(data), bytes.NewReader(data)
 	}
-	obj, err := readObject(o.files[0], peek)
+	objs, err := readObjects(o.files[0], peek)
 	if err != nil {
 		return stdin, false, nil // the PodCliqueSet path reports it in its own words
 	}
-	return stdin, obj["apiVersion"] == fleetv1alpha1.GroupVersion.String() && obj["kind"] == "FederatedWorkload", nil
+	return stdin, slices.ContainsFunc(objs, func(obj map[string]any) bool {
+		return obj["apiVersion"] == fleetv1alpha1.GroupVersion.String() && obj["kind"] == "FederatedWorkload"
+	}), nil
 }
 
 // runFleet simulates a FederatedWorkload rollout over the --cluster clusters.
 func (o *planOptions) runFleet(stdin io.Reader, stdout, stderr io.Writer) int {
-	in, errs := o.fleetInput(stdin)
+	in, notes, errs := o.fleetInput(stdin)
 	if len(errs) > 0 {
 		for _, err := range errs {
 			fmt.Fprintf(stderr, "%v\n", err)
 		}
 		return exitBadInput
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stdout, n)
 	}
 	res, err := fleetplan.Run(in)
 	if err == nil {
@@ -70,8 +77,24 @@ func (o *planOptions) runFleet(stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // fleetInput checks the flags that apply to fleets, reads both manifests and
-// validates them as the hub's admission would.
-func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []error) {
+// validates them as the hub's admission would, and chooses the clusters as the
+// hub would. Notes are lines to print before the plan.
+func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []string, []error) {
+	in, objs, errs := o.readFleetInput(stdin)
+	if len(errs) > 0 {
+		return in, nil, errs
+	}
+	clusters, notes, err := planClusters(in.Workload, objs, in.Clusters)
+	if err != nil {
+		return in, nil, []error{err}
+	}
+	in.Clusters = clusters
+	return in, notes, nil
+}
+
+// readFleetInput checks the flags and reads and validates both manifests; the
+// fleet objects beside the workloads come back as they are.
+func (o *planOptions) readFleetInput(stdin io.Reader) (fleetplan.Input, fleetObjects, []error) {
 	in := fleetplan.Input{Startup: o.startup}
 	var errs []error
 	if len(o.files) != 2 {
@@ -100,17 +123,18 @@ func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []error) {
 		}
 		in.Clusters = append(in.Clusters, cl)
 	}
+	var objs fleetObjects
 	if len(errs) > 0 {
-		return in, errs
+		return in, objs, errs
 	}
 	slices.SortFunc(in.Clusters, func(a, b fleetplan.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	oldFW, err := readFederatedWorkload(o.files[0], stdin)
+	oldFW, err := readFleetFile(o.files[0], stdin, &objs)
 	if err != nil {
-		return in, []error{err}
+		return in, objs, []error{err}
 	}
-	newFW, err := readFederatedWorkload(o.files[1], stdin)
+	newFW, err := readFleetFile(o.files[1], stdin, &objs)
 	if err != nil {
-		return in, []error{err}
+		return in, objs, []error{err}
 	}
 	report := func(file string, fw *fleetv1alpha1.FederatedWorkload, list field.ErrorList) {
 		if len(list) == 0 {
@@ -125,21 +149,21 @@ func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []error) {
 	report(o.files[0], oldFW, fleetwebhook.ValidateFederatedWorkload(oldFW))
 	report(o.files[1], newFW, fleetwebhook.ValidateFederatedWorkloadUpdate(oldFW, newFW))
 	if len(errs) > 0 {
-		return in, errs
+		return in, objs, errs
 	}
 	tmpl, err := member.ParseTemplate(newFW.Spec.Template.Raw)
 	if err != nil {
-		return in, []error{fmt.Errorf("%s: spec.template: %w", o.files[1], err)}
+		return in, objs, []error{fmt.Errorf("%s: spec.template: %w", o.files[1], err)}
 	}
 	oldTmpl, err := member.ParseTemplate(oldFW.Spec.Template.Raw)
 	if err != nil {
-		return in, []error{fmt.Errorf("%s: spec.template: %w", o.files[0], err)}
+		return in, objs, []error{fmt.Errorf("%s: spec.template: %w", o.files[0], err)}
 	}
 	if oldTmpl.Revision == tmpl.Revision && equality.Semantic.DeepEqual(oldFW.Spec.RolloutStrategy, newFW.Spec.RolloutStrategy) {
-		return in, []error{fmt.Errorf("lockstep plan: %s: the pod template is unchanged: nothing to roll", o.files[1])}
+		return in, objs, []error{fmt.Errorf("lockstep plan: %s: the pod template is unchanged: nothing to roll", o.files[1])}
 	}
 	in.Workload, in.Kind = newFW, tmpl.Kind
-	return in, nil
+	return in, objs, nil
 }
 
 // parseCluster reads NAME[:LABEL=VALUE,...].
@@ -162,19 +186,150 @@ func parseCluster(s string) (fleetplan.Cluster, error) {
 	return c, nil
 }
 
-// readFederatedWorkload reads one FederatedWorkload, rejecting unknown fields.
-func readFederatedWorkload(name string, stdin io.Reader) (*fleetv1alpha1.FederatedWorkload, error) {
-	obj, err := readObject(name, stdin)
+// fleetObjects are the fleet objects read beside the FederatedWorkloads: what
+// decides which clusters the workload's Placement selects.
+type fleetObjects struct {
+	placements []fleetv1alpha1.Placement
+	sets       []fleetv1alpha1.MemberClusterSet
+	bindings   []fleetv1alpha1.MemberClusterSetBinding
+	// seen maps kind/namespace/name to the object first read, so that one
+	// given in both files (a copy of the first file) counts once.
+	seen map[string]map[string]any
+}
+
+// readFleetFile reads a file holding one FederatedWorkload and, optionally,
+// its Placement and MemberClusterSets and MemberClusterSetBindings, rejecting
+// unknown fields. The fleet objects are added to objs.
+func readFleetFile(name string, stdin io.Reader, objs *fleetObjects) (*fleetv1alpha1.FederatedWorkload, error) {
+	docs, err := readObjects(name, stdin)
 	if err != nil {
 		return nil, err
 	}
-	if api, kind := obj["apiVersion"], obj["kind"]; api != fleetv1alpha1.GroupVersion.String() || kind != "FederatedWorkload" {
-		return nil, fmt.Errorf("%s: want apiVersion %s, kind FederatedWorkload (both manifests must be of one kind); found apiVersion %v, kind %v",
-			name, fleetv1alpha1.GroupVersion.String(), api, kind)
+	if objs.seen == nil {
+		objs.seen = map[string]map[string]any{}
 	}
-	fw := &fleetv1alpha1.FederatedWorkload{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, fw, true); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	var fw *fleetv1alpha1.FederatedWorkload
+	for _, obj := range docs {
+		api, kind := obj["apiVersion"], obj["kind"]
+		if api != fleetv1alpha1.GroupVersion.String() {
+			return nil, fmt.Errorf("%s: want apiVersion %s, kinds FederatedWorkload, Placement, MemberClusterSet or MemberClusterSetBinding (both manifests must be of one kind); found apiVersion %v, kind %v",
+				name, fleetv1alpha1.GroupVersion.String(), api, kind)
+		}
+		var into any
+		switch kind {
+		case "FederatedWorkload":
+			if fw != nil {
+				return nil, fmt.Errorf("%s: want exactly one FederatedWorkload, found more", name)
+			}
+			fw = &fleetv1alpha1.FederatedWorkload{}
+			into = fw
+		case "Placement", "MemberClusterSet", "MemberClusterSetBinding":
+			meta, _ := obj["metadata"].(map[string]any)
+			key := fmt.Sprintf("%v/%v/%v", kind, meta["namespace"], meta["name"])
+			if first, ok := objs.seen[key]; ok {
+				if !equality.Semantic.DeepEqual(first, obj) {
+					return nil, fmt.Errorf("%s: %s %v is given twice, differently", name, kind, meta["name"])
+				}
+				continue
+			}
+			objs.seen[key] = obj
+			switch kind {
+			case "Placement":
+				objs.placements = append(objs.placements, fleetv1alpha1.Placement{})
+				into = &objs.placements[len(objs.placements)-1]
+			case "MemberClusterSet":
+				objs.sets = append(objs.sets, fleetv1alpha1.MemberClusterSet{})
+				into = &objs.sets[len(objs.sets)-1]
+			default:
+				objs.bindings = append(objs.bindings, fleetv1alpha1.MemberClusterSetBinding{})
+				into = &objs.bindings[len(objs.bindings)-1]
+			}
+		default:
+			return nil, fmt.Errorf("%s: kind %v: a FederatedWorkload plan reads FederatedWorkload, Placement, MemberClusterSet and MemberClusterSetBinding objects", name, kind)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, into, true); err != nil {
+			return nil, fmt.Errorf("%s: %v %v: %w", name, kind, obj["metadata"], err)
+		}
+	}
+	if fw == nil {
+		return nil, fmt.Errorf("%s: want one FederatedWorkload (both manifests must be of one kind), found none", name)
 	}
 	return fw, nil
+}
+
+// planClusters chooses the clusters the workload is placed on among the
+// --cluster ones (all taken as Ready), with the hub's own selection
+// (fleet.Select): the workload's Placement (as given, or one selecting
+// everything), the sets and bindings given. With no set or binding given, a
+// set of every cluster bound to the workload's namespace is assumed, and a
+// note says so. Choosing no cluster is an error that says why.
+func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, clusters []fleetplan.Cluster) ([]fleetplan.Cluster, []string, error) {
+	ns := fw.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	var notes []string
+	pl := &fleetv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fw.Spec.PlacementRef.Name}}
+	for i := range objs.placements {
+		p := &objs.placements[i]
+		if p.Namespace == "" {
+			p.Namespace = ns
+		}
+		if p.Namespace != ns || p.Name != pl.Name {
+			return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s is not the workload's (spec.placementRef %s/%s)", p.Namespace, p.Name, ns, pl.Name)
+		}
+		if list := fleetwebhook.ValidatePlacement(p); len(list) > 0 {
+			return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s is invalid: %w", p.Namespace, p.Name, list.ToAggregate())
+		}
+		pl = p
+	}
+	for i := range objs.bindings {
+		b := &objs.bindings[i]
+		if b.Namespace == "" {
+			b.Namespace = ns // as kubectl would apply it, beside the workload
+		}
+		if b.Name != b.Spec.ClusterSet {
+			return nil, nil, fmt.Errorf("lockstep plan: MemberClusterSetBinding %s/%s: spec.clusterSet %q must equal metadata.name", b.Namespace, b.Name, b.Spec.ClusterSet)
+		}
+	}
+	sets, bindings := objs.sets, objs.bindings
+	if len(sets) == 0 && len(bindings) == 0 {
+		const assumed = "default"
+		sets = []fleetv1alpha1.MemberClusterSet{{ObjectMeta: metav1.ObjectMeta{Name: assumed}}}
+		bindings = []fleetv1alpha1.MemberClusterSetBinding{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: assumed},
+			Spec:       fleetv1alpha1.MemberClusterSetBindingSpec{ClusterSet: assumed},
+		}}
+		notes = append(notes, fmt.Sprintf("No MemberClusterSet given: assuming set %q, selecting every --cluster, bound to namespace %s.", assumed, ns))
+	}
+	members := make([]fleetv1alpha1.MemberCluster, 0, len(clusters))
+	for _, c := range clusters {
+		members = append(members, fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels},
+			Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{
+				Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReachable,
+			}}},
+		})
+	}
+	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: sets, Bindings: bindings, Members: members})
+	if err != nil {
+		return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s: %w", pl.Namespace, pl.Name, err)
+	}
+	cond := fleet.ClusterSetsCondition(sel, ns, 0)
+	if len(sel.Clusters) == 0 {
+		return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s selects none of the --cluster clusters: %s", pl.Namespace, pl.Name, cond.Message)
+	}
+	if cond.Status == metav1.ConditionFalse {
+		notes = append(notes, fmt.Sprintf("Placement %s/%s: %s (reason %s).", pl.Namespace, pl.Name, cond.Message, cond.Reason))
+	}
+	out := make([]fleetplan.Cluster, 0, len(sel.Clusters))
+	var names []string
+	for _, c := range sel.Clusters {
+		out = append(out, fleetplan.Cluster{Name: c.Name, Labels: c.Labels})
+		names = append(names, c.Name)
+	}
+	if len(out) < len(clusters) {
+		notes = append(notes, fmt.Sprintf("Placement %s/%s selects %d of the %d --cluster clusters: %s.", pl.Namespace, pl.Name, len(out), len(clusters), strings.Join(names, ", ")))
+	}
+	return out, notes, nil
 }

@@ -345,6 +345,9 @@ func TestPlan_FederatedWorkloadRollsUnderOneBudget(t *testing.T) {
 	if !strings.Contains(out, "shares: eu-1 4 us-1 6") || !strings.Contains(out, "Result: Complete after") {
 		t.Fatalf("output lacks the shares or the result:\n%s", out)
 	}
+	if want := `No MemberClusterSet given: assuming set "default", selecting every --cluster, bound to namespace default.`; !strings.Contains(out, want) {
+		t.Errorf("output lacks the line %q:\n%s", want, out)
+	}
 	waves := 0
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -393,6 +396,93 @@ func TestPlan_FederatedWorkloadBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := plan(t, "", tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) || strings.Contains(out, "WAVE") {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q, nothing simulated\n%s", code, errOut, tt.want, out)
+			}
+		})
+	}
+}
+
+// fleetWithSets is the example followed by fleet objects: the plan chooses the
+// clusters as the hub would.
+func fleetWithSets(t *testing.T, image, objects string) string {
+	t.Helper()
+	data, err := os.ReadFile(fleetExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "web-"+strings.ReplaceAll(image, ":", "-")+".yaml")
+	content := strings.Replace(string(data), "web:v1", image, 1) + "---\n" + objects
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const euSet = `apiVersion: fleet.lockstep.dev/v1alpha1
+kind: MemberClusterSet
+metadata: {name: europe}
+spec:
+  clusterSelector: {matchLabels: {region: eu}}
+`
+
+// With a set of the eu clusters bound to the workload's namespace, only they
+// get replicas; the copy of the objects in the second file counts once.
+func TestPlan_FederatedWorkloadOnTheClustersOfItsBoundSets(t *testing.T) {
+	objects := euSet + `---
+apiVersion: fleet.lockstep.dev/v1alpha1
+kind: MemberClusterSetBinding
+metadata: {name: europe, namespace: default}
+spec: {clusterSet: europe}
+`
+	code, out, errOut := plan(t, "", "-f", fleetWithSets(t, "web:v1", objects), "-f", fleetWithSets(t, "web:v2", objects),
+		"--cluster", "eu-1:region=eu", "--cluster", "eu-2:region=eu", "--cluster", "us-1:region=us", "--startup", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"shares: eu-1 5 eu-2 5", "selects 2 of the 3 --cluster clusters: eu-1, eu-2", "Result: Complete after"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "us-1") || strings.Contains(out, "assuming") {
+		t.Errorf("us-1 is outside the bound set, and a set was given:\n%s", out)
+	}
+}
+
+// Sets given but none bound where the workload lives, or a Placement naming a
+// set not bound there: nothing is simulated, and the reason is the hub's.
+func TestPlan_FederatedWorkloadWithoutABoundSetSelectsNothing(t *testing.T) {
+	tests := []struct {
+		name, objects, want string
+	}{
+		{"bound elsewhere", euSet + `---
+apiVersion: fleet.lockstep.dev/v1alpha1
+kind: MemberClusterSetBinding
+metadata: {name: europe, namespace: team-b}
+spec: {clusterSet: europe}
+`, "no MemberClusterSet is bound to namespace default"},
+		{"placement naming an unbound set", euSet + `---
+apiVersion: fleet.lockstep.dev/v1alpha1
+kind: MemberClusterSetBinding
+metadata: {name: europe}
+spec: {clusterSet: europe}
+---
+apiVersion: fleet.lockstep.dev/v1alpha1
+kind: Placement
+metadata: {name: gpu-clusters, namespace: default}
+spec: {clusterSets: [america]}
+`, "spec.clusterSets names MemberClusterSet america not bound to namespace default"},
+		{"binding not named after its set", `apiVersion: fleet.lockstep.dev/v1alpha1
+kind: MemberClusterSetBinding
+metadata: {name: europe}
+spec: {clusterSet: america}
+`, "spec.clusterSet \"america\" must equal metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := plan(t, "", "-f", fleetExample, "-f", fleetWithSets(t, "web:v2", tt.objects),
+				"--cluster", "eu-1:region=eu", "--cluster", "us-1:region=us")
 			if code != 2 || !strings.Contains(errOut, tt.want) || strings.Contains(out, "WAVE") {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q, nothing simulated\n%s", code, errOut, tt.want, out)
 			}

@@ -17,7 +17,14 @@ package controller
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create;update;patch;delete
 
-// Webhook certificates (the rotator) and leader election.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Webhook certificates (the rotator) and leader election, in the operator's
+// own namespace only (the chart puts these rules in a Role of the release
+// namespace): the rotator's cache lists Secrets there and it rewrites its own
+// Secret, which the chart creates. Webhook configurations are cluster-scoped:
+// read all (the rotator's cache watches them), write only Lockstep's own.
+// +kubebuilder:rbac:groups="",namespace=lockstep-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=lockstep-system,resources=secrets,resourceNames=lockstep-webhook-server-cert,verbs=update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lockstep-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=lockstep-mutating-webhook-configuration,verbs=update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=lockstep-validating-webhook-configuration,verbs=update;patch

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lockstep-dev/lockstep/internal/hub/clusterset"
 	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
@@ -17,11 +21,15 @@ import (
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
-// Leader election holds a Lease; the certificate rotator keeps the webhook
-// certificate Secret and injects its CA into the webhook configuration.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election holds a Lease and the certificate rotator keeps the webhook
+// certificate Secret, both in the hub's own namespace (--cert-namespace; the
+// chart makes these rules a Role of its release namespace). The rotator's
+// cache reads webhook configurations; it may write only the hub's own.
+// +kubebuilder:rbac:groups="",namespace=lockstep-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=lockstep-system,resources=secrets,resourceNames=lockstep-hub-webhook-server-cert,verbs=update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lockstep-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=lockstep-fleet-validating-webhook-configuration,verbs=update;patch
 
 // Options tune the hub's controllers; zero values take the defaults.
 type Options struct {
@@ -35,6 +43,23 @@ type Options struct {
 	// moves (federatedworkload.DefaultRolloutPoll); Resync how often once it is
 	// settled (federatedworkload.DefaultResync).
 	RolloutPoll, Resync time.Duration
+	// FleetNamespace is the only namespace member kubeconfig Secrets are read
+	// from (membercluster.DefaultFleetNamespace).
+	FleetNamespace string
+	// AllowExec lets member kubeconfigs run exec plugins and auth providers
+	// and name files on the hub; AllowInsecureTLS lets them turn TLS
+	// verification off. Both are off by default: see
+	// membercluster.KubeconfigPolicy.
+	AllowExec, AllowInsecureTLS bool
+}
+
+// CacheByObject restricts the hub's cache of Secrets to the fleet namespace.
+// The entry is looked up by GroupVersionKind, so it also covers the
+// metadata-only informer of the MemberCluster controller's Secret watch.
+func CacheByObject(fleetNamespace string) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{fleetNamespace: {}}},
+	}
 }
 
 // Setup registers the hub's controllers with the manager. Members is the
@@ -44,12 +69,15 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 		return fmt.Errorf("registering the fleet state metrics: %w", err)
 	}
 	if err := (&membercluster.Reconciler{
-		Client:        mgr.GetClient(),
-		SecretReader:  mgr.GetAPIReader(),
-		Members:       reg,
-		Recorder:      mgr.GetEventRecorder("lockstep-hub-membercluster"),
-		ProbeInterval: o.ProbeInterval,
-		ProbeTimeout:  o.ProbeTimeout,
+		Client:           mgr.GetClient(),
+		SecretReader:     mgr.GetAPIReader(),
+		Members:          reg,
+		Recorder:         mgr.GetEventRecorder("lockstep-hub-membercluster"),
+		ProbeInterval:    o.ProbeInterval,
+		ProbeTimeout:     o.ProbeTimeout,
+		FleetNamespace:   o.FleetNamespace,
+		AllowExec:        o.AllowExec,
+		AllowInsecureTLS: o.AllowInsecureTLS,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the MemberCluster controller: %w", err)
 	}
@@ -60,6 +88,12 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 		Recorder:  mgr.GetEventRecorder("lockstep-hub-placement"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Placement controller: %w", err)
+	}
+	if err := (&clusterset.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("lockstep-hub-clusterset"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the MemberClusterSet controllers: %w", err)
 	}
 	if err := (&federatedworkload.Reconciler{
 		Client:      mgr.GetClient(),

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -21,6 +23,10 @@ import (
 	fleetwebhook "github.com/lockstep-dev/lockstep/internal/webhook/fleet"
 )
 
+// FleetNamespace is the test hub's fleet namespace: its webhooks admit only
+// MemberClusters whose kubeconfig Secret is there, and StartHub creates it.
+const FleetNamespace = "lockstep-fleet"
+
 // Cluster is a bare control plane (kube-apiserver and etcd) for the fleet's
 // tests: a hub with the fleet CRDs, or a member with Lockstep's workload CRDs.
 type Cluster struct {
@@ -34,8 +40,8 @@ type Cluster struct {
 	done   chan error
 }
 
-// StartHub boots a hub: the fleet CRDs installed and the fleet's validating
-// webhooks served from this process.
+// StartHub boots a hub: the fleet CRDs installed, the fleet's validating
+// webhooks served from this process, and the namespace FleetNamespace.
 func StartHub() (*Cluster, error) {
 	root := RepoRoot()
 	scheme := runtime.NewScheme()
@@ -54,6 +60,11 @@ func StartHub() (*Cluster, error) {
 	if err := c.serveFleetWebhooks(); err != nil {
 		_ = c.Stop()
 		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FleetNamespace}}
+	if err := c.Client.Create(context.Background(), ns); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("creating the fleet namespace: %w", err)
 	}
 	return c, nil
 }
@@ -113,7 +124,7 @@ func (c *Cluster) serveFleetWebhooks() error {
 	if err != nil {
 		return fmt.Errorf("creating webhook manager: %w", err)
 	}
-	if err := fleetwebhook.Setup(mgr); err != nil {
+	if err := fleetwebhook.Setup(mgr, FleetNamespace); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -130,7 +141,8 @@ func (c *Cluster) serveFleetWebhooks() error {
 }
 
 // Kubeconfig is a kubeconfig for a new cluster-admin user of this cluster, as a
-// hub would keep in a member's Secret.
+// hub would keep in a member's Secret. It is data only (the CA, certificate and
+// key embedded, TLS verified), as a hub accepts by default.
 func (c *Cluster) Kubeconfig(user string) ([]byte, error) {
 	u, err := c.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
 	if err != nil {

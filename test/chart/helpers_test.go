@@ -69,7 +69,13 @@ func run(t *testing.T, bin string, args ...string) (string, error) {
 // render runs helm template with --set style values and returns the manifest.
 func render(t *testing.T, sets ...string) (string, error) {
 	t.Helper()
-	args := []string{"template", "lockstep", chartDir(t), "--namespace", "lockstep-system"}
+	return renderAs(t, "lockstep", "lockstep-system", sets...)
+}
+
+// renderAs renders the chart as release name in namespace.
+func renderAs(t *testing.T, release, namespace string, sets ...string) (string, error) {
+	t.Helper()
+	args := []string{"template", release, chartDir(t), "--namespace", namespace}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

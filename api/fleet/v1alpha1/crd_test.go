@@ -85,6 +85,14 @@ func TestCRDs_ApplyTheDocumentedDefaults(t *testing.T) {
 		t.Errorf("updateStrategy.type = %q, want RollingUpdate", got)
 	}
 
+	set := &fleetv1alpha1.MemberClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "everything"}}
+	if err := k8s.Create(ctx, set); err != nil {
+		t.Fatalf("creating a MemberClusterSet without a spec: %v", err)
+	}
+	if set.Spec.ClusterSelector != nil {
+		t.Errorf("a set without a spec got clusterSelector %v, want none (every cluster)", set.Spec.ClusterSelector)
+	}
+
 	fw := obj("FederatedWorkload", "default", "fw", map[string]any{"spec": map[string]any{
 		"placementRef": map[string]any{"name": "p"}, "replicas": int64(4),
 		"template": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"x-unknown": "kept"}},
@@ -158,6 +166,16 @@ func TestCRDs_RejectInvalidObjectsNamingTheField(t *testing.T) {
 		{"secret ref without namespace", obj("MemberCluster", "", "no-ns", map[string]any{"spec": map[string]any{
 			"kubeconfigSecretRef": map[string]any{"name": "m1"},
 		}}), "kubeconfigSecretRef.namespace"},
+		{"binding not named after its set", obj("MemberClusterSetBinding", "default", "gold", map[string]any{"spec": map[string]any{
+			"clusterSet": "silver",
+		}}), "spec.clusterSet"},
+		{"binding without a set", obj("MemberClusterSetBinding", "default", "none", map[string]any{"spec": map[string]any{}}), "spec.clusterSet"},
+		{"placement naming an empty set", obj("Placement", "default", "empty-set", map[string]any{"spec": map[string]any{
+			"clusterSets": []any{""},
+		}}), "spec.clusterSets"},
+		{"placement naming a set twice", obj("Placement", "default", "dup-set", map[string]any{"spec": map[string]any{
+			"clusterSets": []any{"gold", "gold"},
+		}}), "spec.clusterSets"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -205,6 +205,10 @@ type FederatedClusterStatus struct {
 	StillActing *MemberGrant `json:"stillActing,omitempty"`
 
 	// Waiting says what the rollout waits for in this member, if anything.
+	// It starts with "Conflict:" when the member holds an object of the
+	// workload's kind, namespace and name that is not this workload's (no
+	// fleet.lockstep.dev/federatedworkload label, or another workload's): the
+	// hub neither writes nor deletes it, and counts none of its units.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Waiting string `json:"waiting,omitempty"`
@@ -259,6 +263,11 @@ const (
 	ReasonTooManyClusters    = "TooManyClusters"
 	ReasonAlignFailed        = "AlignFailed"
 	ReasonNoClustersSelected = "NoClustersPlaced"
+	// ReasonMemberObjectConflict: in at least one member an object of the
+	// template's kind already holds the workload's namespace and name without
+	// the label fleet.lockstep.dev/federatedworkload=<namespace>.<name>. The
+	// hub leaves it alone; status.clusters[].waiting says which and why.
+	ReasonMemberObjectConflict = "MemberObjectConflict"
 )
 
 // FederatedWorkload is a Deployment, StatefulSet or PodCliqueSet split over the

@@ -1,6 +1,8 @@
 // Package v1alpha1 is the fleet.lockstep.dev/v1alpha1 API, served only by a hub
-// cluster: MemberCluster registers a cluster the hub can reach, Placement chooses
-// member clusters by label, PlacementDecision publishes that choice in slices
+// cluster: MemberCluster registers a cluster the hub can reach,
+// MemberClusterSet groups member clusters and MemberClusterSetBinding hands a
+// set to a namespace, Placement chooses among the clusters of the sets bound to
+// its namespace by label, PlacementDecision publishes that choice in slices
 // of at most 100 clusters, and FederatedWorkload splits a workload over those
 // clusters and rolls it out under one global budget.
 //
@@ -31,6 +33,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Placement{}, &PlacementList{},
 		&PlacementDecision{}, &PlacementDecisionList{},
 		&FederatedWorkload{}, &FederatedWorkloadList{},
+		&MemberClusterSet{}, &MemberClusterSetList{},
+		&MemberClusterSetBinding{}, &MemberClusterSetBindingList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -83,6 +83,11 @@ const (
 	ReasonKubeconfigKeyMissing = "KubeconfigKeyMissing"
 	// ReasonKubeconfigInvalid: the data under the key is not a usable kubeconfig.
 	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonKubeconfigRejected: the hub refuses to use the kubeconfig: it would
+	// run code or read files on the hub (an exec plugin, an auth provider, a
+	// file reference), turn TLS verification off, or its Secret is outside the
+	// hub's fleet namespace. The message names the field.
+	ReasonKubeconfigRejected = "KubeconfigRejected"
 	// ReasonMemberUnreachable: the member's apiserver could not be reached
 	// (connection refused, DNS, TLS, timeout).
 	ReasonMemberUnreachable = "Unreachable"

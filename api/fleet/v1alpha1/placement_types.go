@@ -8,10 +8,24 @@ import (
 // PlacementSpec says which member clusters to choose and how to publish the
 // choice.
 type PlacementSpec struct {
-	// ClusterSelector selects MemberClusters by their labels. Only members whose
-	// Ready condition is True are selected. Unset or empty selects every Ready
-	// member. When it changes, or a member's labels or readiness change, the
-	// decisions are updated with spec.decisionStrategy.updateStrategy.
+	// ClusterSets narrows the placement to these MemberClusterSets. Each must be
+	// bound to the placement's namespace by a MemberClusterSetBinding; a name
+	// that is not bound adds no cluster, and the ClusterSetsBound condition
+	// says which. Unset or empty: every set bound to the namespace. A placement
+	// never sees a MemberCluster outside the sets bound to its namespace.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	ClusterSets []string `json:"clusterSets,omitempty"`
+
+	// ClusterSelector selects, among the MemberClusters of the placement's
+	// cluster sets (see clusterSets), those whose labels match. Only members
+	// whose Ready condition is True are selected. Unset or empty selects every
+	// Ready member of those sets. When it changes, or a member's labels or
+	// readiness change, or a set or binding changes, the decisions are updated
+	// with spec.decisionStrategy.updateStrategy.
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
@@ -136,7 +150,7 @@ type PlacementStatus struct {
 	// +optional
 	DecisionGroups []DecisionGroupStatus `json:"decisionGroups,omitempty"`
 
-	// Conditions: DecisionsSettled.
+	// Conditions: ClusterSetsBound, DecisionsSettled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -186,14 +200,35 @@ const (
 	ReasonDecisionsUpdating = "Updating"
 )
 
-// Placement chooses member clusters by label and publishes the choice in
-// PlacementDecisions named <placement>-decision-<N>, N counting from 1.
+// The ClusterSetsBound condition of a Placement.
+const (
+	// PlacementClusterSetsBound is True when every cluster set the placement
+	// draws from is bound to its namespace and exists: at least one set is
+	// bound, each name in spec.clusterSets is bound, and each binding it uses
+	// names a MemberClusterSet that exists. When False the placement still
+	// selects from the sets that are bound and exist (possibly none); the
+	// message names what is missing.
+	PlacementClusterSetsBound PlacementConditionType = "ClusterSetsBound"
+
+	// ReasonClusterSetsBound: every set the placement uses is bound and exists
+	// (True).
+	ReasonClusterSetsBound = "ClusterSetsBound"
+	// ReasonClusterSetUnbound: no set is bound to the namespace, a set named in
+	// spec.clusterSets is not bound to it, or a binding names a set that does
+	// not exist (False).
+	ReasonClusterSetUnbound = "ClusterSetUnbound"
+)
+
+// Placement chooses member clusters by label, among the MemberClusterSets bound
+// to its namespace, and publishes the choice in PlacementDecisions named
+// <placement>-decision-<N>, N counting from 1.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=plc,categories=fleet
 // +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.numberOfSelectedClusters`
 // +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=`.status.numberOfDecisionGroups`
 // +kubebuilder:printcolumn:name="Settled",type=string,JSONPath=`.status.conditions[?(@.type=="DecisionsSettled")].status`
+// +kubebuilder:printcolumn:name="Sets Bound",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="ClusterSetsBound")].status`
 // +kubebuilder:printcolumn:name="Strategy",type=string,priority=1,JSONPath=`.spec.decisionStrategy.updateStrategy.type`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Placement struct {

@@ -64,3 +64,12 @@ app.kubernetes.io/component: hub
 {{- define "lockstep.certificate" -}}
 {{- printf "%s-webhook" (include "lockstep.fullname" .) -}}
 {{- end -}}
+
+{{- define "lockstep.fleetValidatingWebhookConfiguration" -}}
+{{- printf "%s-fleet-validating-webhook-configuration" (include "lockstep.fullname" .) -}}
+{{- end -}}
+
+{{/* The hub's fleet namespace: where members' kubeconfig Secrets live. */}}
+{{- define "lockstep.fleetNamespace" -}}
+{{- default .Release.Namespace .Values.hub.fleetNamespace -}}
+{{- end -}}

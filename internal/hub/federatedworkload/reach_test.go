@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 )
 
@@ -73,8 +74,9 @@ func TestChangedGrants_NamesNewAndChangedMembers(t *testing.T) {
 }
 
 // A cluster the placement dropped stays in the division while it is in the
-// status, still matches the placement's selector and has not been lost; a
-// cluster that no longer matches, is being deleted, is gone or is lost does not.
+// status, is still eligible (in a set bound to the namespace and matching the
+// placement's selector) and has not been lost; a cluster that no longer
+// matches, left the bound sets, is being deleted, is gone or is lost does not.
 func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	mc := func(name string, ready metav1.ConditionStatus, ago time.Duration, lbls map[string]string) *fleetv1alpha1.MemberCluster {
@@ -96,14 +98,30 @@ func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
 		"relabelled":    mc("relabelled", metav1.ConditionFalse, time.Minute, map[string]string{"fleet": "other"}),
 		"deleting":      deleting,
 		"not-in-status": mc("not-in-status", metav1.ConditionFalse, time.Minute, fleetLabel),
+		"other-tenant":  mc("other-tenant", metav1.ConditionFalse, time.Minute, map[string]string{"fleet": "web", "tenant": "b"}),
 	}
 	entries := map[string]*fleetv1alpha1.FederatedClusterStatus{}
-	for _, n := range []string{"placed", "blinking", "back", "lost", "relabelled", "deleting", "gone"} {
+	for _, n := range []string{"placed", "blinking", "back", "lost", "relabelled", "deleting", "gone", "other-tenant"} {
 		entries[n] = &fleetv1alpha1.FederatedClusterStatus{Name: n}
 	}
-	pl := &fleetv1alpha1.Placement{Spec: fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: fleetLabel}}}
+	pl := &fleetv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
+		Spec: fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: fleetLabel}}}
+	set := fleetv1alpha1.MemberClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: fleetv1alpha1.MemberClusterSetSpec{ClusterSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tenant", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"b"}}}}}}
+	binding := fleetv1alpha1.MemberClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
+		Spec: fleetv1alpha1.MemberClusterSetBindingSpec{ClusterSet: "a"}}
+	var members []fleetv1alpha1.MemberCluster
+	for _, m := range mcs {
+		members = append(members, *m)
+	}
+	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: []fleetv1alpha1.MemberClusterSet{set},
+		Bindings: []fleetv1alpha1.MemberClusterSetBinding{binding}, Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &Reconciler{Now: func() time.Time { return now }}
-	got := r.dividedClusters(&fleetv1alpha1.FederatedWorkload{}, pl, []string{"placed"}, entries, mcs)
+	got := r.dividedClusters(&fleetv1alpha1.FederatedWorkload{}, []string{"placed"}, sel.Eligible, entries, mcs)
 	if want := []string{"back", "blinking", "placed"}; !slices.Equal(got, want) {
 		t.Errorf("divided over %v, want %v", got, want)
 	}

@@ -5,6 +5,13 @@
 // grants, and writes each member object by server-side apply. Everything a
 // round needs is read from objects: the grant a member holds is read back from
 // its own spec, so a restarted hub resumes where the last one stopped.
+//
+// The hub writes and deletes only member objects labelled
+// fleet.lockstep.dev/federatedworkload=<namespace>.<name> of the workload
+// (ownership.go). It creates a member object with a plain create, which fails
+// when the name is taken; it applies to and deletes only the object it read
+// as the workload's, by UID. Another object under the name is a conflict:
+// left alone, reported, and planned as a member with none of the units.
 package federatedworkload
 
 import (
@@ -20,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,6 +73,7 @@ const (
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=federatedworkloads/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclustersets;memberclustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler keeps every FederatedWorkload's member objects.
@@ -169,8 +176,8 @@ type observed struct {
 	kind member.Kind
 	// conn is the member's connection, nil when it is not reachable now.
 	conn cluster.Cluster
-	// held is the member object as read, nil when it does not exist (or the
-	// member is not reachable).
+	// held is the member object as read, nil when it does not exist, is not
+	// the workload's (memberView.Conflict) or the member is not reachable.
 	held *unstructured.Unstructured
 	// last is the grant the member object carries; seen what the member may
 	// still act on when it has not observed last.
@@ -216,7 +223,7 @@ func (rd *round) recordStillActing(plan align.Plan) {
 		grants[mp.Name] = mp.Grant
 	}
 	for _, m := range rd.members {
-		if g, ok := grants[m.Name]; ok && !m.gone {
+		if g, ok := grants[m.Name]; ok && !m.gone && m.Conflict == "" {
 			am := m.alignMember()
 			m.StillActing = align.StillActing(&am, g)
 		}
@@ -259,7 +266,11 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	for i := range fw.Status.Clusters {
 		entries[fw.Status.Clusters[i].Name] = &fw.Status.Clusters[i]
 	}
-	divided := r.dividedClusters(fw, pl, placed, entries, mcs)
+	eligible, err := r.eligibleClusters(ctx, pl, mcList.Items)
+	if err != nil {
+		return nil, err
+	}
+	divided := r.dividedClusters(fw, placed, eligible, entries, mcs)
 	weights, err := division.Weights(fw.Spec.Division.Weights, clusterLabels, divided)
 	if err != nil {
 		return &round{stuck: err.Error(), stuckReason: fleetv1alpha1.ReasonInvalidDivision}, nil
@@ -295,7 +306,9 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		m.Desired, m.Target = heldReplicas(m, e), 0
 		switch {
 		case m.conn != nil && m.held == nil:
-			m.gone = true // nothing left in the member
+			// nothing of the workload's left in the member (an object that is
+			// not the workload's stays where it is)
+			m.gone = true
 		case m.conn == nil && m.Reach == align.Lost:
 			// Written off (its units count as down and as gone) until the
 			// others have taken its share over; then forgotten, as it cannot be
@@ -308,24 +321,40 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	return rd, nil
 }
 
+// eligibleClusters are the clusters the placement may reach, Ready or not:
+// members of the cluster sets bound to its namespace that match its selector.
+// Only these may keep a share while briefly out of the placement, so a
+// namespace whose binding is removed reaches no cluster through it.
+func (r *Reconciler) eligibleClusters(ctx context.Context, pl *fleetv1alpha1.Placement, members []fleetv1alpha1.MemberCluster) ([]string, error) {
+	var sets fleetv1alpha1.MemberClusterSetList
+	if err := r.Client.List(ctx, &sets); err != nil {
+		return nil, fmt.Errorf("listing MemberClusterSets: %w", err)
+	}
+	var bindings fleetv1alpha1.MemberClusterSetBindingList
+	if err := r.Client.List(ctx, &bindings, client.InNamespace(pl.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MemberClusterSetBindings: %w", err)
+	}
+	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: sets.Items, Bindings: bindings.Items, Members: members})
+	if err != nil {
+		return nil, nil // the placement selects nothing either
+	}
+	return sel.Eligible, nil
+}
+
 // dividedClusters are the clusters the replicas are divided over: the
 // placement's, and those it dropped only because they stopped answering (still
-// in the status, still matching the placement's selector, not Ready for less
-// than memberLostTimeoutSeconds). Placements select Ready members only, so
+// in the status, still eligible for the placement, not Ready for less than
+// memberLostTimeoutSeconds). Placements select Ready members only, so
 // without the second kind a member that blinks would hand its share to the
 // others at once; it keeps it, and its charge, until it is lost. A member that
 // is Ready again but not yet placed again is kept for the same reason.
-func (r *Reconciler) dividedClusters(fw *fleetv1alpha1.FederatedWorkload, pl *fleetv1alpha1.Placement, placed []string,
+func (r *Reconciler) dividedClusters(fw *fleetv1alpha1.FederatedWorkload, placed, eligible []string,
 	entries map[string]*fleetv1alpha1.FederatedClusterStatus, mcs map[string]*fleetv1alpha1.MemberCluster) []string {
-	sel, err := fleet.ClusterSelector(pl)
-	if err != nil {
-		return placed // the placement selects nothing either
-	}
 	out := slices.Clone(placed)
 	timeout := time.Duration(lostTimeout(fw)) * time.Second
 	for name := range entries {
 		mc := mcs[name]
-		if slices.Contains(placed, name) || mc == nil || !mc.DeletionTimestamp.IsZero() || !sel.Matches(labels.Set(mc.Labels)) {
+		if slices.Contains(placed, name) || mc == nil || !mc.DeletionTimestamp.IsZero() || !slices.Contains(eligible, name) {
 			continue
 		}
 		if lostFor(mc, r.now()) < timeout {
@@ -356,7 +385,7 @@ func holdBackFreshMembers(tmpl *member.Template, ms []*observed) {
 		return
 	}
 	for _, m := range ms {
-		if m.conn != nil && m.held == nil {
+		if m.conn != nil && m.held == nil && m.Conflict == "" {
 			m.last = &align.Grant{}
 			m.holdFrom = old
 		}
@@ -419,6 +448,10 @@ func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.Federa
 			m.Status = align.Status{}
 			return m
 		case err == nil:
+			if conflict := conflictOf(string(tmpl.Kind), obj, fw); conflict != "" {
+				m.conflicted(conn, conflict)
+				return m
+			}
 			m.conn, m.held = conn, obj
 			st := member.StatusOf(obj, tmpl.Revision)
 			if tmpl.Kind == member.Deployment {
@@ -452,6 +485,29 @@ func (r *Reconciler) observeMember(ctx context.Context, fw *fleetv1alpha1.Federa
 		m.Reach = align.Lost
 	}
 	return m
+}
+
+// conflicted marks a member whose object under the workload's name is not
+// the workload's. It is planned as a member whose object cannot be written:
+// stale, so the planner hands it no budget, with none of the workload's units
+// (the other object's pods are not the workload's to count) and the initial
+// grant (nothing of the workload's runs there to act on an older one). So its
+// whole held share is charged as unavailable, none of it as surge or updated:
+// the other members get only the budget the missing units leave, and the
+// fleet never goes below replicas − maxUnavailable by the hub's doing. Its
+// share stays with it rather than moving to the others, as for a member that
+// cannot be reached: a conflict is often put right within minutes (the object
+// deleted, or labelled to hand it over), and moving the share away and back
+// would spend the others' budget twice; until then the rollout cannot finish.
+func (m *observed) conflicted(conn cluster.Cluster, conflict string) {
+	m.conn, m.held, m.holdFrom = conn, nil, nil
+	m.Conflict = conflict
+	m.Reach = align.Stale
+	m.Status = align.Status{}
+	m.last, m.seen = nil, nil
+	if m.kind == member.Deployment {
+		m.last = &align.Grant{}
+	}
 }
 
 // lostFor is how long the member has been not Ready (forever when its
@@ -542,12 +598,12 @@ func (r *Reconciler) apply(ctx context.Context, fw *fleetv1alpha1.FederatedWorkl
 		if planned {
 			m.Desired = mp.Replicas // what the member object holds from now on
 		}
-		if m.conn == nil || m.gone {
+		if m.conn == nil || m.gone || m.Conflict != "" {
 			continue
 		}
 		var err error
 		if m.Leaving && m.Desired == 0 && m.Reach == align.Current && m.Status.Replicas+m.Status.Terminating == 0 {
-			err = r.deleteMemberObject(ctx, m.conn, tmpl, fw)
+			err = r.deleteMemberObject(ctx, m.conn, tmpl, m.held)
 			m.gone = err == nil
 		} else {
 			err = r.applyMember(ctx, fw, tmpl, m, mp.Grant)
@@ -571,57 +627,119 @@ func (r *Reconciler) applyMember(ctx context.Context, fw *fleetv1alpha1.Federate
 	if err != nil {
 		return err
 	}
+	if m.held == nil {
+		return r.createMember(ctx, fw, tmpl, m, obj)
+	}
 	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
-	c := m.conn.GetClient()
-	if m.held == nil {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fw.Namespace}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", fw.Namespace, err)
-		}
-	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s/%s: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+	// The object read as the workload's, by its UID: the apiserver refuses an
+	// apply whose UID differs from the object's (metadata.uid is immutable)
+	// or that finds no object (it would create one), so an object deleted and
+	// made again by someone else since the read is neither taken over nor
+	// created anew; the next round reads what is there. Forcing ownership then
+	// takes back the hub's fields within the workload's own object only. One
+	// window is left: the same object relabelled between the read and this
+	// apply gets the label back (the next read sees it as the workload's).
+	obj.SetUID(m.held.GetUID())
+	if err := m.conn.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s (uid %s): %w", tmpl.Kind, fw.Namespace, fw.Name, m.held.GetUID(), err)
 	}
 	return nil
 }
 
-func (r *Reconciler) deleteMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Template, fw *fleetv1alpha1.FederatedWorkload) error {
+// createMember makes the member object the member lacked when it was read.
+// A create, not an apply: it fails when the name is taken, so an object
+// someone made since the read is never taken over. The hub's fields are
+// applied from the next round on, to the object created here.
+func (r *Reconciler) createMember(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, m *observed, obj *unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	c := m.conn.GetClient()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fw.Namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", fw.Namespace, err)
+	}
+	err := c.Create(ctx, obj, client.FieldOwner(FieldManager))
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating %s %s/%s: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+		}
+		return nil
+	}
+	// Made since the read: the workload's only when labelled so (a create of
+	// an earlier round whose answer was lost); the next round takes it up.
+	held, err := readMemberObject(ctx, m.conn, tmpl, fw.Namespace, fw.Name)
+	if err != nil {
+		return fmt.Errorf("reading %s %s/%s, created by someone else since it was read: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+	}
+	if conflict := conflictOf(string(tmpl.Kind), held, fw); conflict != "" {
+		m.conflicted(m.conn, conflict)
+	}
+	return nil
+}
+
+// deleteMemberObject deletes held, a member object read as the workload's,
+// only if it is still that object unchanged: the preconditions on its UID
+// and resourceVersion keep a delete from reaching an object made under the
+// same name since the read, or the same one relabelled as someone else's.
+// A precondition that fails is an error; the next round reads again.
+func (r *Reconciler) deleteMemberObject(ctx context.Context, conn cluster.Cluster, tmpl *member.Template, held *unstructured.Unstructured) error {
 	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(tmpl.Object.GroupVersionKind())
-	obj.SetNamespace(fw.Namespace)
-	obj.SetName(fw.Name)
-	if err := conn.GetClient().Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s/%s: %w", tmpl.Kind, fw.Namespace, fw.Name, err)
+	obj.SetNamespace(held.GetNamespace())
+	obj.SetName(held.GetName())
+	uid, rv := held.GetUID(), held.GetResourceVersion()
+	err := conn.GetClient().Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s (uid %s, resourceVersion %s): %w", tmpl.Kind, held.GetNamespace(), held.GetName(), uid, rv, err)
 	}
 	return nil
 }
 
 // deleteMemberObjects removes the member objects of a workload being deleted
 // from every reachable member, then lets the workload go. Objects in members
-// that cannot be reached stay behind (the Event names them).
+// that cannot be reached stay behind (the Event names them), and so do
+// objects under the workload's name that are not the workload's.
 func (r *Reconciler) deleteMemberObjects(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) error {
 	if !controllerutil.ContainsFinalizer(fw, Finalizer) {
 		return nil
 	}
 	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
 	if err == nil {
-		var left []string
+		var left, kept []string
 		for _, e := range fw.Status.Clusters {
 			conn, ok := r.Members.Get(e.Name)
 			if !ok {
 				left = append(left, e.Name)
 				continue
 			}
-			if err := r.deleteMemberObject(ctx, conn, tmpl, fw); err != nil {
-				return err
+			held, err := readMemberObject(ctx, conn, tmpl, fw.Namespace, fw.Name)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return fmt.Errorf("reading the member object in cluster %s: %w", e.Name, err)
+			}
+			if conflict := conflictOf(string(tmpl.Kind), held, fw); conflict != "" {
+				ctrl.LoggerFrom(ctx).Info("not deleting a member object that is not this workload's", "cluster", e.Name, "conflict", conflict)
+				kept = append(kept, e.Name)
+				continue
+			}
+			if err := r.deleteMemberObject(ctx, conn, tmpl, held); err != nil {
+				return fmt.Errorf("cluster %s: %w", e.Name, err)
 			}
 		}
 		if len(left) > 0 {
 			r.Recorder.Eventf(fw, nil, corev1.EventTypeWarning, "MemberObjectsLeft", "Delete",
 				"no connection to %s: their member objects were not deleted", strings.Join(left, ", "))
+		}
+		if len(kept) > 0 {
+			r.Recorder.Eventf(fw, nil, corev1.EventTypeNormal, "ForeignMemberObjectsKept", "Delete",
+				"%s %s/%s in %s is not this workload's (label %s): left in place", tmpl.Kind, fw.Namespace, fw.Name,
+				strings.Join(kept, ", "), fleetv1alpha1.LabelFederatedWorkload)
 		}
 	}
 	controllerutil.RemoveFinalizer(fw, Finalizer)
@@ -637,6 +755,7 @@ func (r *Reconciler) report(ctx context.Context, fw *fleetv1alpha1.FederatedWork
 		}
 	}
 	s := summarize(tmpl.Kind.Unit(), fw.Spec.Replicas, fw.Spec.RolloutStrategy.Paused, views, plan)
+	r.recordConflicts(ctx, fw, rd)
 	if changed := changedGrants(fw.Status.Clusters, s.Clusters); len(changed) > 0 {
 		r.Recorder.Eventf(fw, nil, corev1.EventTypeNormal, "Granted", "Align", "%s", truncate(strings.Join(changed, "; "), 1024))
 	}
@@ -656,6 +775,35 @@ func (r *Reconciler) report(ctx context.Context, fw *fleetv1alpha1.FederatedWork
 		return fmt.Errorf("writing status of FederatedWorkload %s/%s: %w", fw.Namespace, fw.Name, err)
 	}
 	return nil
+}
+
+// recordConflicts logs and records an Event for each member whose conflict
+// appeared, changed or went away since the status last written: once per
+// change, not every round. A member that could not be read this round
+// (status stale) has not shown that its conflict went away.
+func (r *Reconciler) recordConflicts(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload, rd *round) {
+	before := make(map[string]string)
+	for _, c := range fw.Status.Clusters {
+		if strings.HasPrefix(c.Waiting, conflictPrefix) {
+			before[c.Name] = c.Waiting
+		}
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, v := range rd.members {
+		if v.gone {
+			continue
+		}
+		was, had := before[v.Name]
+		switch {
+		case v.Conflict != "" && truncate(v.Conflict, maxWaiting) != was:
+			log.Info("member object is not this workload's: left alone", "cluster", v.Name, "conflict", v.Conflict)
+			r.Recorder.Eventf(fw, nil, corev1.EventTypeWarning, fleetv1alpha1.ReasonMemberObjectConflict, "Apply", "cluster %s: %s", v.Name, v.Conflict)
+		case v.Conflict == "" && had && v.conn != nil:
+			log.Info("member object conflict cleared", "cluster", v.Name)
+			r.Recorder.Eventf(fw, nil, corev1.EventTypeNormal, "MemberObjectConflictCleared", "Apply",
+				"cluster %s: no object of another owner holds the workload's name any more", v.Name)
+		}
+	}
 }
 
 func equalStatus(a, b *fleetv1alpha1.FederatedWorkloadStatus) bool {

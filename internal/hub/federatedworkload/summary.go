@@ -13,6 +13,9 @@ import (
 // maxWaitsInMessage bounds the Progressing message; the rest is counted.
 const maxWaitsInMessage = 5
 
+// maxWaiting is the longest status.clusters[].waiting (the CRD's maxLength).
+const maxWaiting = 256
+
 // memberView is one member as the round saw it.
 type memberView struct {
 	Name string
@@ -26,6 +29,9 @@ type memberView struct {
 	// StillActing is what the member may act on besides the grant this round
 	// wrote (align.StillActing).
 	StillActing *align.Grant
+	// Conflict says why the object under the workload's name in the member is
+	// not the workload's (conflictOf); "" when it is, or there is none.
+	Conflict string
 }
 
 // summary is the status a round reports.
@@ -43,7 +49,7 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 		grants[mp.Name] = mp
 	}
 	var s summary
-	var waits []string
+	var waits, conflicts []string
 	leaving := false
 	for _, v := range views {
 		mp := grants[v.Name]
@@ -53,8 +59,11 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 			Replicas: v.Status.Replicas, UpdatedReplicas: v.Status.Updated, AvailableReplicas: v.Status.Available,
 			Grant:       apiGrant(mp.Grant),
 			StillActing: apiGrantOrNil(v.StillActing),
-			Waiting:     truncate(w, 256),
+			Waiting:     truncate(w, maxWaiting),
 		})
+		if v.Conflict != "" {
+			conflicts = append(conflicts, v.Name)
+		}
 		s.Replicas += v.Status.Replicas
 		s.Updated += v.Status.Updated
 		s.Available += v.Status.Available
@@ -78,6 +87,13 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 	prog := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonRolloutComplete,
 		Message: fmt.Sprintf("%d of %d %ss updated; nothing left to do", s.Updated, replicas, unit)}
 	switch {
+	case len(conflicts) > 0:
+		// Before paused: nothing but a person can clear it, and no rollout
+		// completes until then.
+		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonMemberObjectConflict
+		prog.Message = fmt.Sprintf("member object conflict in %s: an object not managed by this workload holds its name there "+
+			"(delete it, or label it as status.clusters[].waiting says to hand it over); %d of %d %ss updated; waiting for %s",
+			clusterList(conflicts), s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the conflicts"))
 	case paused:
 		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonRolloutPaused
 		prog.Message = "paused: " + waitsMessage(waits, "no member is waiting")
@@ -96,6 +112,8 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 // waitOf is what the member holds the rollout up with, "" when nothing.
 func waitOf(unit string, v memberView, mp align.MemberPlan) string {
 	switch {
+	case v.Conflict != "":
+		return v.Conflict
 	case v.Reach == align.Lost:
 		return "unreachable for longer than memberLostTimeoutSeconds; its whole share counts as unavailable"
 	case v.Reach == align.Stale:
@@ -112,6 +130,19 @@ func waitOf(unit string, v memberView, mp align.MemberPlan) string {
 		return plural(n, unit) + " above its share to remove"
 	}
 	return mp.Waiting
+}
+
+// clusterList names clusters, "cluster a" or "clusters a, b", at most
+// maxWaitsInMessage of them.
+func clusterList(names []string) string {
+	word := "cluster "
+	if len(names) > 1 {
+		word = "clusters "
+	}
+	if len(names) > maxWaitsInMessage {
+		return word + strings.Join(names[:maxWaitsInMessage], ", ") + fmt.Sprintf(" and %d more", len(names)-maxWaitsInMessage)
+	}
+	return word + strings.Join(names, ", ")
 }
 
 func waitsMessage(waits []string, none string) string {

@@ -86,6 +86,26 @@ func TestSummarize_ProgressingNamesWhatTheRolloutWaitsFor(t *testing.T) {
 			avail: metav1.ConditionTrue,
 		},
 		{
+			name: "a member object of another owner, counted as none of the units",
+			views: []memberView{{Name: "a", Desired: 5, Status: ready(5, 5)}, {Name: "b", Desired: 5, Reach: align.Stale,
+				Conflict: "Conflict: Deployment shop/web exists in the member and is not managed by this FederatedWorkload (label ...)"}},
+			plan:   align.Plan{MaxUnavailable: 2, AllowedUpdated: 10},
+			status: metav1.ConditionFalse, reason: fleetv1alpha1.ReasonMemberObjectConflict,
+			contains: []string{"member object conflict in cluster b:", "cluster b: Conflict: Deployment shop/web exists", "5 of 10 pods updated"},
+			avail:    metav1.ConditionFalse,
+		},
+		{
+			name:     "a conflict wins over paused",
+			replicas: 4,
+			paused:   true,
+			views: []memberView{{Name: "a", Desired: 2, Reach: align.Stale, Conflict: "Conflict: one"},
+				{Name: "b", Desired: 2, Reach: align.Stale, Conflict: "Conflict: two"}},
+			plan:   align.Plan{MaxUnavailable: 1, AllowedUpdated: 4},
+			status: metav1.ConditionFalse, reason: fleetv1alpha1.ReasonMemberObjectConflict,
+			contains: []string{"member object conflict in clusters a, b:", "cluster a: Conflict: one; cluster b: Conflict: two"},
+			avail:    metav1.ConditionFalse,
+		},
+		{
 			name:   "below the minimum",
 			views:  []memberView{{Name: "a", Desired: 10, Status: align.Status{Replicas: 10, Available: 7}}},
 			plan:   align.Plan{MaxUnavailable: 2, AllowedUpdated: 10},
@@ -129,5 +149,19 @@ func TestSummarize_MessageIsBounded(t *testing.T) {
 	prog := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
 	if !strings.Contains(prog.Message, "and 2 more") || strings.Contains(prog.Message, "cluster f") {
 		t.Errorf("message %q", prog.Message)
+	}
+}
+
+func TestSummarize_AConflictIsTheMembersWaitingAndItsUnitsAreNone(t *testing.T) {
+	conflict := "Conflict: Deployment shop/web exists in the member and is not managed by this FederatedWorkload (label " +
+		strings.Repeat("x", 300) + ")"
+	views := []memberView{{Name: "a", Desired: 3, Reach: align.Stale, Conflict: conflict}}
+	s := summarize("pod", 3, false, views, align.Plan{AllowedUpdated: 3, Members: []align.MemberPlan{{Name: "a", Waiting: "status stale"}}})
+	c := s.Clusters[0]
+	if len(c.Waiting) != maxWaiting || !strings.HasPrefix(c.Waiting, "Conflict: Deployment shop/web") {
+		t.Errorf("waiting %q (%d bytes), want the conflict cut to %d", c.Waiting, len(c.Waiting), maxWaiting)
+	}
+	if c.Replicas != 0 || c.AvailableReplicas != 0 || s.Available != 0 {
+		t.Errorf("units counted for a member object of another owner: %+v, %d available", c, s.Available)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -44,19 +43,6 @@ var workloadKinds = []workloadKind{
 	{"apps/v1", "deployments", "Deployment"},
 	{"apps/v1", "statefulsets", "StatefulSet"},
 	{v1alpha1.GroupVersion.String(), "podcliquesets", "PodCliqueSet"},
-}
-
-// restConfigFromKubeconfig parses a kubeconfig into a client configuration with
-// the probe's timeout.
-func restConfigFromKubeconfig(data []byte) (*rest.Config, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Host == "" {
-		return nil, errors.New("the kubeconfig names no server")
-	}
-	return cfg, nil
 }
 
 // probeMember asks the member's apiserver /readyz, its version and which

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -40,6 +41,9 @@ const (
 	DefaultProbeInterval = 5 * time.Second
 	// DefaultProbeTimeout bounds each request of a probe.
 	DefaultProbeTimeout = 3 * time.Second
+	// DefaultFleetNamespace is the only namespace the hub reads kubeconfig
+	// Secrets from unless told otherwise.
+	DefaultFleetNamespace = "lockstep-fleet"
 )
 
 // secretRefIndex indexes MemberClusters by "<namespace>/<name>" of their Secret.
@@ -47,7 +51,7 @@ const secretRefIndex = "spec.kubeconfigSecretRef"
 
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=lockstep-fleet,resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler probes MemberClusters.
@@ -64,6 +68,14 @@ type Reconciler struct {
 	// DefaultProbeTimeout.
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
+	// FleetNamespace is the only namespace kubeconfig Secrets are read from: a
+	// MemberCluster naming another is refused, so creating MemberClusters
+	// gives no way to read Secrets elsewhere. Empty means
+	// DefaultFleetNamespace.
+	FleetNamespace string
+	// AllowExec and AllowInsecureTLS widen what a member kubeconfig may
+	// contain; see KubeconfigPolicy.
+	AllowExec, AllowInsecureTLS bool
 
 	secrets secretCopies
 }
@@ -75,6 +87,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.ProbeTimeout == 0 {
 		r.ProbeTimeout = DefaultProbeTimeout
+	}
+	if r.FleetNamespace == "" {
+		r.FleetNamespace = DefaultFleetNamespace
 	}
 	if err := mgr.Add(r.Members); err != nil {
 		return fmt.Errorf("adding the members registry: %w", err)
@@ -126,8 +141,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p = probeMember(ctx, cfg, r.ProbeTimeout)
 	}
 	// A changed kubeconfig drops the old connection at once, whatever the probe
-	// of the new one says.
-	if old := r.Members.Identity(mc.Name); old != "" && old != identity {
+	// of the new one says; a refused one keeps none.
+	if old := r.Members.Identity(mc.Name); old != "" && (old != identity || p.Reason == fleetv1alpha1.ReasonKubeconfigRejected) {
 		r.Members.Remove(mc.Name)
 	}
 	if p.Ready() {
@@ -149,6 +164,12 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 	if key == "" {
 		key = fleetv1alpha1.DefaultKubeconfigKey
 	}
+	// Checked before any read, so a MemberCluster cannot make the hub read a
+	// Secret outside its fleet namespace (admission refuses it too).
+	if ref.Namespace != r.FleetNamespace {
+		return nil, "", Probe{Reason: fleetv1alpha1.ReasonKubeconfigRejected,
+			Message: fmt.Sprintf("spec.kubeconfigSecretRef.namespace: %q is not allowed: the hub reads kubeconfig Secrets only in its fleet namespace %q", ref.Namespace, r.FleetNamespace)}
+	}
 	data, err := r.secretData(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -165,7 +186,12 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 	}
 	sum := sha256.Sum256(kubeconfig)
 	identity := hex.EncodeToString(sum[:])
-	cfg, err := restConfigFromKubeconfig(kubeconfig)
+	cfg, err := restConfigFromKubeconfig(kubeconfig, KubeconfigPolicy{AllowExec: r.AllowExec, AllowInsecureTLS: r.AllowInsecureTLS})
+	var rejected *KubeconfigRejectedError
+	if errors.As(err, &rejected) {
+		return nil, identity, Probe{Reason: fleetv1alpha1.ReasonKubeconfigRejected,
+			Message: fmt.Sprintf("Secret %s/%s key %q: %v", ref.Namespace, ref.Name, key, err)}
+	}
 	if err != nil {
 		return nil, identity, Probe{Reason: fleetv1alpha1.ReasonKubeconfigInvalid,
 			Message: fmt.Sprintf("Secret %s/%s key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, key, err)}

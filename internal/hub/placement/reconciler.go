@@ -1,8 +1,9 @@
-// Package placement chooses the Ready MemberClusters of each Placement and
-// publishes the choice in PlacementDecisions. What to write is decided by the
-// pure planner in internal/fleet; this package reads what it needs, applies the
-// planner's writes exactly as its contract asks, and reports in status and
-// events.
+// Package placement chooses the Ready MemberClusters of each Placement, among
+// the MemberClusterSets bound to its namespace, and publishes the choice in
+// PlacementDecisions. Which clusters (fleet.Select) and what to write are
+// decided by the pure functions in internal/fleet; this package reads what they
+// need, applies the planner's writes exactly as its contract asks, and reports
+// in status and events.
 package placement
 
 import (
@@ -40,6 +41,8 @@ const replanDelay = 200 * time.Millisecond
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=placementdecisions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclustersets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.lockstep.dev,resources=memberclustersetbindings,verbs=get;list;watch
 
 // Reconciler keeps each Placement's PlacementDecisions.
 type Reconciler struct {
@@ -59,6 +62,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&fleetv1alpha1.PlacementDecision{}).
 		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements),
 			builder.WithPredicates(selectionChanged{})).
+		// Status writes of sets and bindings change no selection; a deletion
+		// starting moves the generation.
+		Watches(&fleetv1alpha1.MemberClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.placementsBinding),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&fleetv1alpha1.MemberClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.placementsInNamespace),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 
@@ -66,6 +75,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // select it.
 func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
 	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.PlacementList{}, "a MemberCluster")
+}
+
+// placementsBinding maps a MemberClusterSet change to the Placements of the
+// namespaces that bind it.
+func (r *Reconciler) placementsBinding(ctx context.Context, set client.Object) []reconcile.Request {
+	var bindings fleetv1alpha1.MemberClusterSetBindingList
+	if err := r.Client.List(ctx, &bindings); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MemberClusterSetBindings", "change", "a MemberClusterSet", "set", set.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range bindings.Items {
+		if b.Spec.ClusterSet == set.GetName() {
+			out = append(out, r.placementsInNamespace(ctx, &b)...)
+		}
+	}
+	return out
+}
+
+// placementsInNamespace maps a binding change to the Placements of its
+// namespace.
+func (r *Reconciler) placementsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.PlacementList{}, "a MemberClusterSetBinding", client.InNamespace(o.GetNamespace()))
 }
 
 // Reconcile reads the selected clusters and the slices, plans, records the plan
@@ -79,10 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !pl.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	selected, err := r.selectedClusters(ctx, &pl)
+	sel, err := r.selection(ctx, &pl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	selected := sel.Clusters
 	desired, err := fleet.DesiredLayout(pl.Name, selected, pl.Spec.DecisionStrategy.GroupStrategy)
 	if err != nil {
 		r.Recorder.Eventf(&pl, nil, corev1.EventTypeWarning, "InvalidGroupStrategy", "Plan", "Cannot group the selected clusters: %v", err)
@@ -96,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log.V(1).Info("planned decisions", "phase", plan.Phase, "writes", len(plan.Writes),
 		"selected", len(selected), "groups", len(desired.Groups), "slices", len(desired.Slices))
 
-	if err := r.writeStatus(ctx, &pl, len(selected), desired, plan); err != nil {
+	if err := r.writeStatus(ctx, &pl, sel, desired, plan); err != nil {
 		return requeue.OnConflict(ctrl.Result{}, err)
 	}
 	if plan.Phase == fleet.PhaseSettled {
@@ -115,24 +148,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: replanDelay}, nil
 }
 
-// selectedClusters are the Ready MemberClusters the placement's selector matches.
-func (r *Reconciler) selectedClusters(ctx context.Context, pl *fleetv1alpha1.Placement) ([]fleet.Cluster, error) {
-	sel, err := fleet.ClusterSelector(pl)
+// selection reads the sets, the namespace's bindings and the members, and lets
+// fleet.Select choose.
+func (r *Reconciler) selection(ctx context.Context, pl *fleetv1alpha1.Placement) (fleet.Selection, error) {
+	var sets fleetv1alpha1.MemberClusterSetList
+	if err := r.Client.List(ctx, &sets); err != nil {
+		return fleet.Selection{}, fmt.Errorf("listing MemberClusterSets: %w", err)
+	}
+	var bindings fleetv1alpha1.MemberClusterSetBindingList
+	if err := r.Client.List(ctx, &bindings, client.InNamespace(pl.Namespace)); err != nil {
+		return fleet.Selection{}, fmt.Errorf("listing the MemberClusterSetBindings of namespace %s: %w", pl.Namespace, err)
+	}
+	var members fleetv1alpha1.MemberClusterList
+	if err := r.Client.List(ctx, &members); err != nil {
+		return fleet.Selection{}, fmt.Errorf("listing MemberClusters: %w", err)
+	}
+	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: sets.Items, Bindings: bindings.Items, Members: members.Items})
 	if err != nil {
-		return nil, reconcile.TerminalError(fmt.Errorf("clusterSelector of placement %s/%s: %w", pl.Namespace, pl.Name, err))
+		return sel, reconcile.TerminalError(fmt.Errorf("selecting the clusters of placement %s/%s: %w", pl.Namespace, pl.Name, err))
 	}
-	var list fleetv1alpha1.MemberClusterList
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, fmt.Errorf("listing MemberClusters: %w", err)
-	}
-	var out []fleet.Cluster
-	for i := range list.Items {
-		mc := &list.Items[i]
-		if fleet.Selectable(mc) {
-			out = append(out, fleet.Cluster{Name: mc.Name, Labels: mc.Labels})
-		}
-	}
-	return out, nil
+	return sel, nil
 }
 
 // observation is the placement's slices as read live, and the objects behind
@@ -172,19 +207,35 @@ func sliceOf(pd *fleetv1alpha1.PlacementDecision) fleet.Slice {
 	return s
 }
 
-// writeStatus records the final layout the slices are moving to and whether
-// they hold it.
-func (r *Reconciler) writeStatus(ctx context.Context, pl *fleetv1alpha1.Placement, selected int, desired fleet.Layout, plan fleet.Plan) error {
+// writeStatus records the final layout the slices are moving to, whether they
+// hold it, and whether the placement's cluster sets are bound.
+func (r *Reconciler) writeStatus(ctx context.Context, pl *fleetv1alpha1.Placement, sel fleet.Selection, desired fleet.Layout, plan fleet.Plan) error {
+	selected := len(sel.Clusters)
 	wasSettled := meta.IsStatusConditionTrue(pl.Status.Conditions, string(fleetv1alpha1.PlacementDecisionsSettled))
+	setsBound := fleet.ClusterSetsCondition(sel, pl.Namespace, pl.Generation)
+	var before *metav1.Condition
+	if c := meta.FindStatusCondition(pl.Status.Conditions, setsBound.Type); c != nil {
+		before = c.DeepCopy() // the status write below changes it in place
+	}
 	err := write.Status(ctx, r.Client, pl, func(pl *fleetv1alpha1.Placement) {
 		pl.Status.ObservedGeneration = pl.Generation
 		pl.Status.NumberOfSelectedClusters = int32(selected)
 		pl.Status.DecisionGroups = desired.GroupStatus()
 		pl.Status.NumberOfDecisionGroups = int32(len(pl.Status.DecisionGroups))
+		meta.SetStatusCondition(&pl.Status.Conditions, setsBound)
 		meta.SetStatusCondition(&pl.Status.Conditions, fleet.SettledCondition(plan, pl.Generation))
 	})
 	if err != nil {
 		return err
+	}
+	// One event per change of what is missing, not one per round.
+	if before == nil || before.Status != setsBound.Status || before.Message != setsBound.Message {
+		switch {
+		case setsBound.Status == metav1.ConditionFalse:
+			r.Recorder.Eventf(pl, nil, corev1.EventTypeWarning, setsBound.Reason, "Select", "%s", setsBound.Message)
+		case before != nil:
+			r.Recorder.Eventf(pl, nil, corev1.EventTypeNormal, setsBound.Reason, "Select", "%s", setsBound.Message)
+		}
 	}
 	if plan.Phase == fleet.PhaseSettled && !wasSettled {
 		ctrl.LoggerFrom(ctx).Info("decisions settled", "selected", selected, "groups", len(desired.Groups), "slices", len(desired.Slices))

@@ -19,17 +19,19 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 )
 
-// ValidateMemberCluster checks a defaulted MemberCluster.
-func ValidateMemberCluster(mc *fleetv1alpha1.MemberCluster) field.ErrorList {
+// ValidateMemberCluster checks a defaulted MemberCluster. Its kubeconfig
+// Secret must be in fleetNamespace: the hub reads Secrets nowhere else, so
+// whoever may create MemberClusters cannot point the hub at other Secrets.
+func ValidateMemberCluster(mc *fleetv1alpha1.MemberCluster, fleetNamespace string) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("spec", "kubeconfigSecretRef")
 	ref := mc.Spec.KubeconfigSecretRef
-	if ref.Namespace == "" {
-		errs = append(errs, field.Required(p.Child("namespace"), "a MemberCluster is cluster-scoped, so the Secret's namespace must be given"))
-	} else {
-		for _, msg := range validation.IsDNS1123Label(ref.Namespace) {
-			errs = append(errs, field.Invalid(p.Child("namespace"), ref.Namespace, msg))
-		}
+	switch {
+	case ref.Namespace == "":
+		errs = append(errs, field.Required(p.Child("namespace"), fmt.Sprintf("a MemberCluster is cluster-scoped, so the Secret's namespace must be given: the hub's fleet namespace %q", fleetNamespace)))
+	case ref.Namespace != fleetNamespace:
+		errs = append(errs, field.Invalid(p.Child("namespace"), ref.Namespace,
+			fmt.Sprintf("must be the hub's fleet namespace %q: the hub reads kubeconfig Secrets nowhere else", fleetNamespace)))
 	}
 	if ref.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), "the name of the Secret holding the member's kubeconfig"))

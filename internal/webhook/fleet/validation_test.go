@@ -155,6 +155,8 @@ func TestValidateMemberCluster(t *testing.T) {
 			[]wantErr{{ref + ".name", field.ErrorTypeRequired, "Secret"}}},
 		{"no namespace", func(m *fleetv1alpha1.MemberCluster) { m.Spec.KubeconfigSecretRef.Namespace = "" },
 			[]wantErr{{ref + ".namespace", field.ErrorTypeRequired, "cluster-scoped"}}},
+		{"a Secret outside the fleet namespace", func(m *fleetv1alpha1.MemberCluster) { m.Spec.KubeconfigSecretRef.Namespace = "kube-system" },
+			[]wantErr{{ref + ".namespace", field.ErrorTypeInvalid, `must be the hub's fleet namespace "lockstep-fleet"`}}},
 		{"a name that is no object name", func(m *fleetv1alpha1.MemberCluster) { m.Spec.KubeconfigSecretRef.Name = "M1_secret" },
 			[]wantErr{{ref + ".name", field.ErrorTypeInvalid, "M1_secret"}}},
 		{"a key that is no Secret key", func(m *fleetv1alpha1.MemberCluster) { m.Spec.KubeconfigSecretRef.Key = "kube/config" },
@@ -167,7 +169,7 @@ func TestValidateMemberCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := memberCluster()
 			tc.change(m)
-			check(t, ValidateMemberCluster(m), tc.want)
+			check(t, ValidateMemberCluster(m, "lockstep-fleet"), tc.want)
 		})
 	}
 }

@@ -26,10 +26,14 @@ const (
 // +kubebuilder:webhook:path=/validate-fleet-lockstep-dev-v1alpha1-federatedworkload,mutating=false,failurePolicy=fail,sideEffects=None,groups=fleet.lockstep.dev,resources=federatedworkloads,verbs=create;update,versions=v1alpha1,name=vfederatedworkload.fleet.lockstep.dev,admissionReviewVersions=v1
 
 // Setup registers the fleet's validating webhooks with the manager's webhook
-// server.
-func Setup(mgr ctrl.Manager) error {
+// server. fleetNamespace is the only namespace a MemberCluster's kubeconfig
+// Secret may be in (the hub's --fleet-namespace).
+func Setup(mgr ctrl.Manager, fleetNamespace string) error {
+	if fleetNamespace == "" {
+		return fmt.Errorf("registering MemberCluster webhook: no fleet namespace given")
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &fleetv1alpha1.MemberCluster{}).
-		WithValidator(MemberClusterValidator{}).
+		WithValidator(MemberClusterValidator{FleetNamespace: fleetNamespace}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering MemberCluster webhook: %w", err)
 	}
@@ -66,17 +70,21 @@ func (FederatedWorkloadValidator) ValidateDelete(context.Context, *fleetv1alpha1
 	return nil, nil
 }
 
-// MemberClusterValidator rejects MemberClusters whose Secret reference is unusable.
-type MemberClusterValidator struct{}
+// MemberClusterValidator rejects MemberClusters whose Secret reference is
+// unusable or outside the fleet namespace.
+type MemberClusterValidator struct {
+	// FleetNamespace is the only namespace a kubeconfig Secret may be in.
+	FleetNamespace string
+}
 
 // ValidateCreate implements admission.Validator.
-func (MemberClusterValidator) ValidateCreate(_ context.Context, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
-	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc))
+func (v MemberClusterValidator) ValidateCreate(_ context.Context, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
+	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc, v.FleetNamespace))
 }
 
 // ValidateUpdate implements admission.Validator.
-func (MemberClusterValidator) ValidateUpdate(_ context.Context, _, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
-	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc))
+func (v MemberClusterValidator) ValidateUpdate(_ context.Context, _, mc *fleetv1alpha1.MemberCluster) (admission.Warnings, error) {
+	return nil, invalid("MemberCluster", mc.Name, ValidateMemberCluster(mc, v.FleetNamespace))
 }
 
 // ValidateDelete implements admission.Validator; deletes are always allowed.

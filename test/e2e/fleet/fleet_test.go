@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -466,7 +465,7 @@ func TestFleet_DecisionsNeverDropAPlacedCluster(t *testing.T) {
 	took := s.awaitReady(t, append(slices.Clone(all), hubSelf), metav1.ConditionTrue, 120*time.Second)
 	t.Logf("252 MemberClusters registered and Ready in %s", took.Round(10*time.Millisecond))
 
-	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := testFleet.Namespace(ctx, testNamespace); err != nil {
 		t.Fatal(err)
 	}
 	w, err := watchDecisions(ctx, testFleet.Hub, testNamespace, placementName)

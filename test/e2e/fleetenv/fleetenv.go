@@ -25,6 +25,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -175,6 +178,32 @@ func (f *Fleet) Up(ctx context.Context, env ...string) error {
 // <dir>/<short>-operator.log.
 func (f *Fleet) Operator(short string) (*Process, error) {
 	return newProcess("operator", filepath.Join(f.Dir, "lockstep"), f.MemberKubeconfig(short), filepath.Join(f.Dir, short+"-operator.log"))
+}
+
+// DefaultClusterSet is the MemberClusterSet fleet-up.sh creates: every
+// member. It is bound to the namespaces default and lockstep-fleet.
+const DefaultClusterSet = "default"
+
+// Namespace creates namespace name on the hub (if missing) and binds
+// DefaultClusterSet to it, so that its Placements may select every member.
+func (f *Fleet) Namespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := f.Hub.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return Bind(ctx, f.Hub, name, DefaultClusterSet)
+}
+
+// Bind binds MemberClusterSet set to namespace (if not bound yet).
+func Bind(ctx context.Context, hub client.Client, namespace, set string) error {
+	b := &fleetv1alpha1.MemberClusterSetBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: set},
+		Spec:       fleetv1alpha1.MemberClusterSetBindingSpec{ClusterSet: set},
+	}
+	if err := hub.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding MemberClusterSet %s to namespace %s: %w", set, namespace, err)
+	}
+	return nil
 }
 
 // Config is the rest config of a kubeconfig file, with room for a busy test.

@@ -68,7 +68,7 @@ func memberClients(t *testing.T) map[string]client.WithWatch {
 func newStory(t *testing.T, ns, kind string) *story {
 	t.Helper()
 	s := &story{t: t, ctx: t.Context(), ns: ns, name: "web", kind: kind, hub: testFleet.Hub, members: memberClients(t)}
-	if err := s.hub.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := testFleet.Namespace(s.ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	pl := &fleetv1alpha1.Placement{

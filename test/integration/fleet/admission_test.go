@@ -1,7 +1,11 @@
 package fleet
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
@@ -26,6 +31,8 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 		name  string
 		obj   interface{ GetName() string }
 		field string
+		// rule, when set, is a part of the message that says the rule broken.
+		rule string
 	}{{
 		name: "duplicate group names",
 		obj: &fleetv1alpha1.Placement{
@@ -58,6 +65,16 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 		},
 		field: "spec.kubeconfigSecretRef.namespace",
 	}, {
+		name: "a Secret outside the fleet namespace",
+		obj: &fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "admission-secret-elsewhere"},
+			Spec: fleetv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fleetv1alpha1.KubeconfigSecretReference{
+				Namespace: "kube-system", Name: "m1",
+			}},
+		},
+		field: "spec.kubeconfigSecretRef.namespace",
+		rule:  `must be the hub's fleet namespace "` + testenv.FleetNamespace + `"`,
+	}, {
 		name: "a Deployment template with its own rollout limits",
 		obj: &fleetv1alpha1.FederatedWorkload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-limits"},
@@ -85,11 +102,15 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error does not name %s: %v", tc.field, err)
 			}
+			if !strings.Contains(err.Error(), tc.rule) {
+				t.Errorf("error does not say %q: %v", tc.rule, err)
+			}
 		})
 	}
 }
 
-// Every fleet example is admitted by the hub's apiserver and its webhooks.
+// Every fleet example is admitted by the hub's apiserver and its webhooks,
+// every document of it in order (namespaced ones into the test's namespace).
 func TestAdmission_AcceptsEveryFleetExample(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "examples", "fleet", "*.yaml"))
 	if err != nil || len(paths) == 0 {
@@ -102,17 +123,36 @@ func TestAdmission_AcceptsEveryFleetExample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, err := yaml.YAMLToJSON(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(js); err != nil {
-				t.Fatal(err)
-			}
-			u.SetNamespace(ns)
-			if err := hubEnv.Client.Create(context.Background(), u); err != nil {
-				t.Fatalf("example rejected: %v", err)
+			r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+			for {
+				doc, err := r.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				js, err := yaml.YAMLToJSON(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(bytes.TrimSpace(js)) == "null" {
+					continue // only comments
+				}
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON(js); err != nil {
+					t.Fatal(err)
+				}
+				namespaced, err := hubEnv.Client.IsObjectNamespaced(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if namespaced {
+					u.SetNamespace(ns)
+				}
+				if err := hubEnv.Client.Create(context.Background(), u); err != nil {
+					t.Fatalf("example rejected: %s %s: %v", u.GetKind(), u.GetName(), err)
+				}
 			}
 		})
 	}

@@ -52,6 +52,9 @@ type fedFleet struct {
 	stopHub  func()
 	// statusImage is the image each member's Deployment status describes.
 	statusImage map[string]string
+	// wrapMembers, when set, is what the FederatedWorkload controller of the
+	// next startHub reaches the members through.
+	wrapMembers func(members.Clusters) members.Clusters
 }
 
 func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
@@ -63,10 +66,10 @@ func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 		f.proxy = newProxy(t, memberEnv.Config.Host)
 		serverA = f.proxy.addr
 	}
-	createSecret(t, f.ns, "a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, serverA)})
-	createSecret(t, f.ns, "b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, "")})
-	createMemberCluster(t, f.clusters[0], f.ns, "a", map[string]string{"fw-test": f.ns, "weight": "2"})
-	createMemberCluster(t, f.clusters[1], f.ns, "b", map[string]string{"fw-test": f.ns, "weight": "3"})
+	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, serverA)})
+	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, "")})
+	createMemberCluster(t, f.clusters[0], f.ns+"-a", map[string]string{"fw-test": f.ns, "weight": "2"})
+	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, "weight": "3"})
 	f.startHub()
 	for _, c := range f.clusters {
 		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
@@ -114,15 +117,19 @@ func kubeconfigOf(t *testing.T, env *testenv.Cluster, server string) []byte {
 // fresh member registry, as a restarted hub would.
 func (f *fedFleet) startHub() {
 	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
+	var fwMembers members.Clusters = reg
+	if f.wrapMembers != nil {
+		fwMembers = f.wrapMembers(reg)
+	}
 	f.stopHub = runManager(f.t, func(mgr ctrl.Manager) error {
 		if err := (&membercluster.Reconciler{
 			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-membercluster"),
-			ProbeInterval: testProbes.ProbeInterval, ProbeTimeout: testProbes.ProbeTimeout,
+			ProbeInterval: testProbes.ProbeInterval, ProbeTimeout: testProbes.ProbeTimeout, FleetNamespace: testenv.FleetNamespace,
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return (&federatedworkload.Reconciler{
-			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-federatedworkload"),
+			Client: mgr.GetClient(), Members: fwMembers, Recorder: mgr.GetEventRecorder("test-federatedworkload"),
 			RolloutPoll: 200 * time.Millisecond, Resync: time.Second,
 		}).SetupWithManager(mgr)
 	})
@@ -491,13 +498,17 @@ func TestFederatedWorkload_PropagatesSharesAndReassertsThem(t *testing.T) {
 		if got := u.GetLabels()[fleetv1alpha1.LabelFederatedWorkload]; got != f.ns+"."+fwName {
 			t.Errorf("%s: label %s=%q", c, fleetv1alpha1.LabelFederatedWorkload, got)
 		}
-		owned := false
-		for _, mf := range u.GetManagedFields() {
-			owned = owned || (mf.Manager == federatedworkload.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
-		}
-		if !owned {
-			t.Errorf("%s: no fields applied by %s: %+v", c, federatedworkload.FieldManager, u.GetManagedFields())
-		}
+		// The first write is a create (it fails when the name is taken); the
+		// rounds after it apply.
+		eventually(t, fwStepTimeout, "fields applied by "+federatedworkload.FieldManager+" in "+c, func() (bool, string) {
+			u := f.deployment(c)
+			for _, mf := range u.GetManagedFields() {
+				if mf.Manager == federatedworkload.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", u.GetManagedFields())
+		})
 	}
 	f.settle()
 	fw := f.ackUntil("the workload settled", complete)

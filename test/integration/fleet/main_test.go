@@ -57,8 +57,21 @@ func stop(name string, c *testenv.Cluster) {
 	}
 }
 
-// newNamespace creates a namespace on the hub for one test.
+// newNamespace creates a namespace on the hub for one test, with the set of
+// every member (testenv.DefaultClusterSet) bound to it, as `make fleet-up`
+// does for its namespaces.
 func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := newUnboundNamespace(t, prefix)
+	if err := testenv.BindDefaultClusterSet(context.Background(), hubEnv.Client, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// newUnboundNamespace creates a namespace on the hub for one test, with no
+// cluster set bound: its Placements select nothing.
+func newUnboundNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	if err := hubEnv.Client.Create(context.Background(), ns); err != nil {
