@@ -9,6 +9,8 @@ import (
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/internal/message"
 )
 
 // maxMessageLen bounds Status.Message: it ends up in status conditions, which
@@ -69,7 +71,7 @@ func nativeStatus(name string, pg *schedulingv1alpha2.PodGroup, members []corev1
 		}
 		return ReasonPending, "waiting for the scheduler"
 	}()
-	s.Message = truncate(s.Message, maxMessageLen)
+	s.Message = message.Truncate(s.Message, maxMessageLen)
 	return s
 }
 
@@ -129,18 +131,3 @@ func podScheduled(pod *corev1.Pod) *corev1.PodCondition {
 	}
 	return nil
 }
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	cut := n - len(mark)
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

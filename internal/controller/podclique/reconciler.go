@@ -30,7 +30,7 @@ type Reconciler struct {
 	APIReader    client.Reader
 	Recorder     events.EventRecorder
 	Expectations *expectations.Store[rollout.Unit]
-	// Now is the clock; time.Now when nil.
+	// Now is the clock; required (Setup passes time.Now, tests their own).
 	Now func() time.Time
 	// Batch holds back progress-only status changes; nil holds nothing back.
 	Batch *write.Batch
