@@ -75,3 +75,29 @@ const (
 	// (a role step, the partition or a pause).
 	ReasonHeldBackByOwner ConditionReason = "HeldBackByOwner"
 )
+
+// Reasons of GangScheduled at the PodCliqueSet level, as the gang backend
+// (internal/gang) reports them. A False condition may instead carry the
+// scheduler's own reason (for example SchedulerError).
+const (
+	// ReasonGangScheduled: at least the gang's minimum of pods is bound.
+	ReasonGangScheduled ConditionReason = "Scheduled"
+	// ReasonGangUnschedulable: the scheduler tried and the gang does not fit;
+	// the message is the scheduler's explanation.
+	ReasonGangUnschedulable ConditionReason = "Unschedulable"
+	// ReasonGangSchedulingGated: pods of the gang wait for scheduling gates (a
+	// scaled gang waits for its base gang this way).
+	ReasonGangSchedulingGated ConditionReason = "SchedulingGated"
+	// ReasonGangWaitingForPods: fewer pods of the gang exist than its minimum.
+	ReasonGangWaitingForPods ConditionReason = "WaitingForPods"
+	// ReasonGangPending: every pod exists and the scheduler has not decided yet.
+	ReasonGangPending ConditionReason = "Pending"
+	// ReasonGangNotFound: the gang's object does not exist (yet).
+	ReasonGangNotFound ConditionReason = "GangNotFound"
+	// ReasonGangDeleting: the gang's object is being deleted; it goes once no
+	// running pod uses it.
+	ReasonGangDeleting ConditionReason = "GangDeleting"
+	// ReasonGangSchedulingOff: gang scheduling is off (the none backend); pods
+	// are scheduled one by one.
+	ReasonGangSchedulingOff ConditionReason = "GangSchedulingOff"
+)

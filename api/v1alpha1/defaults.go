@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/lockstep-dev/lockstep/api/limit"
 )
 
 // Defaults the API applies. The CRD schema applies the ones it can express; the
@@ -16,10 +18,12 @@ const (
 )
 
 var (
-	// DefaultMaxUnavailable is the maxUnavailable of every level when unset.
-	DefaultMaxUnavailable = intstr.FromInt32(1)
-	// DefaultMaxSurge is the maxSurge of every level when unset.
-	DefaultMaxSurge = intstr.FromInt32(0)
+	// DefaultMaxUnavailable is the maxUnavailable of every level when unset
+	// (limit.DefaultMaxUnavailable, the one default of both halves).
+	DefaultMaxUnavailable = intstr.FromInt32(limit.DefaultMaxUnavailable)
+	// DefaultMaxSurge is the maxSurge of every level when unset
+	// (limit.DefaultMaxSurge).
+	DefaultMaxSurge = intstr.FromInt32(limit.DefaultMaxSurge)
 )
 
 // Default fills in every unset field of a PodCliqueSet that has a default and
@@ -77,13 +81,8 @@ func (p *PodCliqueSet) Default() {
 
 // defaultLimits fills the unset half of a maxUnavailable/maxSurge pair.
 func defaultLimits(maxUnavailable, maxSurge *intstr.IntOrString) (*intstr.IntOrString, *intstr.IntOrString) {
-	if maxUnavailable == nil {
-		maxUnavailable = ptr.To(DefaultMaxUnavailable)
-	}
-	if maxSurge == nil {
-		maxSurge = ptr.To(DefaultMaxSurge)
-	}
-	return maxUnavailable, maxSurge
+	mu, ms := limit.Defaulted(maxUnavailable, maxSurge)
+	return &mu, &ms
 }
 
 // IsRollingUpdate reports whether t means RollingUpdate (including its synonym and
@@ -157,23 +156,23 @@ func (t *PodCliqueSetTemplateSpec) ScalingGroup(name string) *PodCliqueScalingGr
 // strategy has the defaults.
 func (s *ComponentUpdateStrategy) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
 	if s == nil {
-		return DefaultMaxUnavailable, DefaultMaxSurge
+		return limit.Defaulted(nil, nil)
 	}
-	return orDefault(s.MaxUnavailable, DefaultMaxUnavailable), orDefault(s.MaxSurge, DefaultMaxSurge)
+	return limit.Defaulted(s.MaxUnavailable, s.MaxSurge)
 }
 
 // Limits are the PodCliqueSet-level maxUnavailable and maxSurge with their
 // defaults applied; a nil rolling update has the defaults.
 func (r *PodCliqueSetRollingUpdate) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
 	if r == nil {
-		return DefaultMaxUnavailable, DefaultMaxSurge
+		return limit.Defaulted(nil, nil)
 	}
-	return orDefault(r.MaxUnavailable, DefaultMaxUnavailable), orDefault(r.MaxSurge, DefaultMaxSurge)
+	return limit.Defaulted(r.MaxUnavailable, r.MaxSurge)
 }
 
 // Limits are the child's maxUnavailable and maxSurge with their defaults applied.
 func (s *ChildUpdateStrategy) Limits() (maxUnavailable, maxSurge intstr.IntOrString) {
-	return orDefault(s.MaxUnavailable, DefaultMaxUnavailable), orDefault(s.MaxSurge, DefaultMaxSurge)
+	return limit.Defaulted(s.MaxUnavailable, s.MaxSurge)
 }
 
 // EffectiveMinAvailable is minAvailable with its default (replicas) applied.
@@ -191,11 +190,4 @@ func (s *PodCliqueScalingGroupSpec) EffectiveMinAvailable() int32 {
 		return s.Replicas
 	}
 	return *s.MinAvailable
-}
-
-func orDefault(v *intstr.IntOrString, def intstr.IntOrString) intstr.IntOrString {
-	if v == nil {
-		return def
-	}
-	return *v
 }

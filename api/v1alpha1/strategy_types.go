@@ -64,7 +64,8 @@ type PodCliqueSetRollingUpdate struct {
 	// spec.replicas during a ReplicaRecreate update: an integer, or a percentage of
 	// spec.replicas rounded up. Surge replicas take indices from spec.replicas
 	// upwards and are removed once the replicas below them run the new revision.
-	// Only with type ReplicaRecreate, where it defaults to 0.
+	// It may be above 100%, as a Deployment's may. Only with type
+	// ReplicaRecreate, where it defaults to 0.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage"
@@ -127,7 +128,8 @@ type ComponentUpdateStrategy struct {
 	// MaxSurge is how many units may be created above replicas during the update:
 	// an integer, or a percentage of replicas rounded up. Surge units take indices
 	// from replicas upwards and are removed at the end, so the update ends with
-	// indices 0..replicas-1. Defaults to 0.
+	// indices 0..replicas-1. It may be above 100%, as a Deployment's may.
+	// Defaults to 0.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage"

@@ -84,11 +84,11 @@ func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []string, []
 	if len(errs) > 0 {
 		return in, nil, errs
 	}
-	clusters, notes, err := planClusters(in.Workload, objs, in.Clusters)
+	placed, notes, err := planClusters(in.Workload, objs, in.Clusters)
 	if err != nil {
 		return in, nil, []error{err}
 	}
-	in.Clusters = clusters
+	in.Clusters, in.Placement, in.Sets, in.Bindings = placed.clusters, placed.placement, placed.sets, placed.bindings
 	return in, notes, nil
 }
 
@@ -159,10 +159,12 @@ func (o *planOptions) readFleetInput(stdin io.Reader) (fleetplan.Input, fleetObj
 	if err != nil {
 		return in, objs, []error{fmt.Errorf("%s: spec.template: %w", o.files[0], err)}
 	}
-	if oldTmpl.Revision == tmpl.Revision && equality.Semantic.DeepEqual(oldFW.Spec.RolloutStrategy, newFW.Spec.RolloutStrategy) {
-		return in, objs, []error{fmt.Errorf("lockstep plan: %s: the pod template is unchanged: nothing to roll", o.files[1])}
+	if oldTmpl.Revision == tmpl.Revision && oldFW.Spec.Replicas == newFW.Spec.Replicas &&
+		equality.Semantic.DeepEqual(oldFW.Spec.Division, newFW.Spec.Division) &&
+		equality.Semantic.DeepEqual(oldFW.Spec.RolloutStrategy, newFW.Spec.RolloutStrategy) {
+		return in, objs, []error{fmt.Errorf("lockstep plan: %s: the pod template, replicas, division and rollout strategy are unchanged: nothing to roll", o.files[1])}
 	}
-	in.Workload, in.Kind = newFW, tmpl.Kind
+	in.From, in.Workload, in.Kind = oldFW, newFW, tmpl.Kind
 	return in, objs, nil
 }
 
@@ -257,13 +259,22 @@ func readFleetFile(name string, stdin io.Reader, objs *fleetObjects) (*fleetv1al
 	return fw, nil
 }
 
+// placement is what places the workload in a plan: the clusters chosen and
+// the objects that chose them, which the simulated hub reads as the hub does.
+type placement struct {
+	clusters  []fleetplan.Cluster
+	placement *fleetv1alpha1.Placement
+	sets      []fleetv1alpha1.MemberClusterSet
+	bindings  []fleetv1alpha1.MemberClusterSetBinding
+}
+
 // planClusters chooses the clusters the workload is placed on among the
 // --cluster ones (all taken as Ready), with the hub's own selection
 // (fleet.Select): the workload's Placement (as given, or one selecting
 // everything), the sets and bindings given. With no set or binding given, a
 // set of every cluster bound to the workload's namespace is assumed, and a
 // note says so. Choosing no cluster is an error that says why.
-func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, clusters []fleetplan.Cluster) ([]fleetplan.Cluster, []string, error) {
+func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, clusters []fleetplan.Cluster) (placement, []string, error) {
 	ns := fw.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
@@ -276,10 +287,10 @@ func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, cluste
 			p.Namespace = ns
 		}
 		if p.Namespace != ns || p.Name != pl.Name {
-			return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s is not the workload's (spec.placementRef %s/%s)", p.Namespace, p.Name, ns, pl.Name)
+			return placement{}, nil, fmt.Errorf("lockstep plan: Placement %s/%s is not the workload's (spec.placementRef %s/%s)", p.Namespace, p.Name, ns, pl.Name)
 		}
 		if list := fleetwebhook.ValidatePlacement(p); len(list) > 0 {
-			return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s is invalid: %w", p.Namespace, p.Name, list.ToAggregate())
+			return placement{}, nil, fmt.Errorf("lockstep plan: Placement %s/%s is invalid: %w", p.Namespace, p.Name, list.ToAggregate())
 		}
 		pl = p
 	}
@@ -289,7 +300,7 @@ func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, cluste
 			b.Namespace = ns // as kubectl would apply it, beside the workload
 		}
 		if b.Name != b.Spec.ClusterSet {
-			return nil, nil, fmt.Errorf("lockstep plan: MemberClusterSetBinding %s/%s: spec.clusterSet %q must equal metadata.name", b.Namespace, b.Name, b.Spec.ClusterSet)
+			return placement{}, nil, fmt.Errorf("lockstep plan: MemberClusterSetBinding %s/%s: spec.clusterSet %q must equal metadata.name", b.Namespace, b.Name, b.Spec.ClusterSet)
 		}
 	}
 	sets, bindings := objs.sets, objs.bindings
@@ -307,17 +318,17 @@ func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, cluste
 		members = append(members, fleetv1alpha1.MemberCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels},
 			Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{
-				Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReachable,
+				Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.MemberClusterReasonReachable),
 			}}},
 		})
 	}
 	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: sets, Bindings: bindings, Members: members})
 	if err != nil {
-		return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s: %w", pl.Namespace, pl.Name, err)
+		return placement{}, nil, fmt.Errorf("lockstep plan: Placement %s/%s: %w", pl.Namespace, pl.Name, err)
 	}
 	cond := fleet.ClusterSetsCondition(sel, ns, 0)
 	if len(sel.Clusters) == 0 {
-		return nil, nil, fmt.Errorf("lockstep plan: Placement %s/%s selects none of the --cluster clusters: %s", pl.Namespace, pl.Name, cond.Message)
+		return placement{}, nil, fmt.Errorf("lockstep plan: Placement %s/%s selects none of the --cluster clusters: %s", pl.Namespace, pl.Name, cond.Message)
 	}
 	if cond.Status == metav1.ConditionFalse {
 		notes = append(notes, fmt.Sprintf("Placement %s/%s: %s (reason %s).", pl.Namespace, pl.Name, cond.Message, cond.Reason))
@@ -331,5 +342,5 @@ func planClusters(fw *fleetv1alpha1.FederatedWorkload, objs fleetObjects, cluste
 	if len(out) < len(clusters) {
 		notes = append(notes, fmt.Sprintf("Placement %s/%s selects %d of the %d --cluster clusters: %s.", pl.Namespace, pl.Name, len(out), len(clusters), strings.Join(names, ", ")))
 	}
-	return out, notes, nil
+	return placement{clusters: out, placement: pl, sets: sets, bindings: bindings}, notes, nil
 }

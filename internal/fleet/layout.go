@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/limit"
 )
 
 // Cluster is a selected member cluster: its name and labels.
@@ -65,11 +66,11 @@ func ClustersPerDecisionGroup(v *intstr.IntOrString, selected int) (int, error) 
 	if v == nil {
 		return max(selected, 1), nil
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, selected, true)
+	n, err := limit.Resolve(*v, int32(selected), limit.Up)
 	if err != nil {
-		return 0, fmt.Errorf("clustersPerDecisionGroup %q: %w", v.String(), err)
+		return 0, fmt.Errorf("clustersPerDecisionGroup: %w", err)
 	}
-	return max(n, 1), nil
+	return max(int(n), 1), nil
 }
 
 // DesiredLayout groups and slices the selected clusters of a placement. The

@@ -158,7 +158,7 @@ func ClusterSetsCondition(s Selection, namespace string, generation int64) metav
 	c := metav1.Condition{
 		Type:               string(fleetv1alpha1.PlacementClusterSetsBound),
 		Status:             metav1.ConditionTrue,
-		Reason:             fleetv1alpha1.ReasonClusterSetsBound,
+		Reason:             string(fleetv1alpha1.PlacementReasonClusterSetsBound),
 		ObservedGeneration: generation,
 	}
 	var missing []string
@@ -176,7 +176,7 @@ func ClusterSetsCondition(s Selection, namespace string, generation int64) metav
 		notes = append(notes, fmt.Sprintf("%s: invalid clusterSelector, no cluster added", setList(s.InvalidSets)))
 	}
 	if len(missing) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonClusterSetUnbound
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.PlacementReasonClusterSetUnbound)
 		if len(s.Sets) > 0 {
 			notes = append(notes, "selecting from "+setList(s.Sets)+" only")
 		} else {

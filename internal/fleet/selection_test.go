@@ -189,8 +189,8 @@ func TestSelect(t *testing.T) {
 			if c.Status != tt.bound || c.ObservedGeneration != 3 || c.Type != string(fleetv1alpha1.PlacementClusterSetsBound) {
 				t.Errorf("condition %+v, want status %s", c, tt.bound)
 			}
-			if wantReason := map[metav1.ConditionStatus]string{metav1.ConditionTrue: fleetv1alpha1.ReasonClusterSetsBound,
-				metav1.ConditionFalse: fleetv1alpha1.ReasonClusterSetUnbound}[tt.bound]; c.Reason != wantReason {
+			if wantReason := map[metav1.ConditionStatus]fleetv1alpha1.PlacementReason{metav1.ConditionTrue: fleetv1alpha1.PlacementReasonClusterSetsBound,
+				metav1.ConditionFalse: fleetv1alpha1.PlacementReasonClusterSetUnbound}[tt.bound]; c.Reason != string(wantReason) {
 				t.Errorf("reason %s, want %s", c.Reason, wantReason)
 			}
 			for _, part := range tt.message {

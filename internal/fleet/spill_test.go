@@ -76,16 +76,16 @@ func TestSettledCondition(t *testing.T) {
 	cases := []struct {
 		phase  fleet.Phase
 		status metav1.ConditionStatus
-		reason string
+		reason fleetv1alpha1.PlacementReason
 	}{
-		{fleet.PhaseSettled, metav1.ConditionTrue, fleetv1alpha1.ReasonDecisionsSettled},
-		{fleet.PhaseSurge, metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsSurging},
-		{fleet.PhaseFinalize, metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsSurging},
-		{fleet.PhaseWriteAll, metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsUpdating},
+		{fleet.PhaseSettled, metav1.ConditionTrue, fleetv1alpha1.PlacementReasonSettled},
+		{fleet.PhaseSurge, metav1.ConditionFalse, fleetv1alpha1.PlacementReasonSurging},
+		{fleet.PhaseFinalize, metav1.ConditionFalse, fleetv1alpha1.PlacementReasonSurging},
+		{fleet.PhaseWriteAll, metav1.ConditionFalse, fleetv1alpha1.PlacementReasonUpdating},
 	}
 	for _, tc := range cases {
 		c := fleet.SettledCondition(fleet.Plan{Phase: tc.phase}, 7)
-		if c.Type != string(fleetv1alpha1.PlacementDecisionsSettled) || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 {
+		if c.Type != string(fleetv1alpha1.PlacementDecisionsSettled) || c.Status != tc.status || c.Reason != string(tc.reason) || c.ObservedGeneration != 7 {
 			t.Errorf("%s: got %+v, want %s/%s", tc.phase, c, tc.status, tc.reason)
 		}
 	}

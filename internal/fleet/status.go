@@ -15,16 +15,16 @@ func SettledCondition(p Plan, generation int64) metav1.Condition {
 	}
 	switch p.Phase {
 	case PhaseSettled:
-		c.Status, c.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonDecisionsSettled
+		c.Status, c.Reason = metav1.ConditionTrue, string(fleetv1alpha1.PlacementReasonSettled)
 		c.Message = "every PlacementDecision holds its final set of clusters"
 	case PhaseWriteAll:
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsUpdating
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.PlacementReasonUpdating)
 		c.Message = "PlacementDecisions are being written to their final sets"
 	case PhaseFinalize:
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsSurging
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.PlacementReasonSurging)
 		c.Message = "every cluster is in its final PlacementDecision; trimming the others"
 	default:
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonDecisionsSurging
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.PlacementReasonSurging)
 		c.Message = "adding clusters to their final PlacementDecisions; some hold more than their final set"
 	}
 	return c

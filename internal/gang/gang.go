@@ -10,6 +10,8 @@ import (
 	"context"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // Backend names accepted by Select, and returned by Backend.Name.
@@ -69,35 +71,26 @@ type Status struct {
 	MinCount int32
 	// ScheduledPods counts the gang's pods bound to nodes, terminating ones aside.
 	ScheduledPods int32
-	// Reason is a CamelCase word for a condition's reason: one of the Reason
-	// constants, or the scheduler's own reason (for example SchedulerError).
+	// Reason is a CamelCase word for a condition's reason: one of the API's
+	// v1alpha1.ReasonGang* (the Reason constants below), or the scheduler's own
+	// reason (for example SchedulerError).
 	Reason string
 	// Message explains Reason; for an unschedulable gang it is the scheduler's
 	// explanation ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. ...").
 	Message string
 }
 
-// Reasons of Status.
+// Reasons of Status: the API's reasons of GangScheduled (v1alpha1.ReasonGang*),
+// as the string Status.Reason holds beside the scheduler's own reasons.
 const (
-	// ReasonScheduled: at least MinCount pods are bound.
-	ReasonScheduled = "Scheduled"
-	// ReasonUnschedulable: the scheduler tried and the gang does not fit; Message
-	// is the scheduler's explanation.
-	ReasonUnschedulable = "Unschedulable"
-	// ReasonSchedulingGated: pods of the gang wait for scheduling gates (a scaled
-	// gang waits for its base gang this way).
-	ReasonSchedulingGated = "SchedulingGated"
-	// ReasonWaitingForPods: fewer than MinCount pods of the gang exist yet.
-	ReasonWaitingForPods = "WaitingForPods"
-	// ReasonPending: every pod exists and the scheduler has not decided yet.
-	ReasonPending = "Pending"
-	// ReasonGangNotFound: the gang's object does not exist (yet).
-	ReasonGangNotFound = "GangNotFound"
-	// ReasonGangDeleting: the gang's object is being deleted; it goes once no
-	// running pod uses it.
-	ReasonGangDeleting = "GangDeleting"
-	// ReasonGangSchedulingOff: the none backend; pods are scheduled one by one.
-	ReasonGangSchedulingOff = "GangSchedulingOff"
+	ReasonScheduled         = string(v1alpha1.ReasonGangScheduled)
+	ReasonUnschedulable     = string(v1alpha1.ReasonGangUnschedulable)
+	ReasonSchedulingGated   = string(v1alpha1.ReasonGangSchedulingGated)
+	ReasonWaitingForPods    = string(v1alpha1.ReasonGangWaitingForPods)
+	ReasonPending           = string(v1alpha1.ReasonGangPending)
+	ReasonGangNotFound      = string(v1alpha1.ReasonGangNotFound)
+	ReasonGangDeleting      = string(v1alpha1.ReasonGangDeleting)
+	ReasonGangSchedulingOff = string(v1alpha1.ReasonGangSchedulingOff)
 )
 
 // Options configure the backends that talk to the API server.

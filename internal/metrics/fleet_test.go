@@ -35,14 +35,14 @@ func web() *fleetv1alpha1.FederatedWorkload {
 				{Name: "us-1", DesiredReplicas: 6, Replicas: 7, UpdatedReplicas: 1, AvailableReplicas: 5,
 					Grant: fleetv1alpha1.MemberGrant{Started: true, MaxUnavailable: 2, MaxSurge: 1}, Waiting: "1 pod not ready"},
 			},
-			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonRolloutInProgress}},
+			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)}},
 		},
 	}
 }
 
 func TestFleet_ReportsEveryMemberOfAFederatedWorkloadMidRollout(t *testing.T) {
 	mc := &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "eu-1"},
-		Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReachable}}}}
+		Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.MemberClusterReasonReachable)}}}}
 	f := newFleet(t, true, web(), mc)
 	want := `
 # HELP lockstep_federatedworkload_member_replicas_updated A member's units on the update revision, as the hub last read them.

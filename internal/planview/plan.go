@@ -100,7 +100,7 @@ func roles(in Input) []Role {
 		if oc := old.Clique(c.Name); oc != nil {
 			r.FromUnits = oc.Replicas
 		}
-		r.MaxUnavailable, r.MaxSurge = limits(c.UpdateStrategy)
+		r.MaxUnavailable, r.MaxSurge = c.UpdateStrategy.Limits()
 		out = append(out, r)
 	}
 	for i := range tpl.PodCliqueScalingGroups {
@@ -120,21 +120,10 @@ func roles(in Input) []Role {
 				r.FromUnits = old.PodCliqueScalingGroups[j].Replicas
 			}
 		}
-		r.MaxUnavailable, r.MaxSurge = limits(g.UpdateStrategy)
+		r.MaxUnavailable, r.MaxSurge = g.UpdateStrategy.Limits()
 		out = append(out, r)
 	}
 	return out
-}
-
-func limits(s *v1alpha1.ComponentUpdateStrategy) (unavailable, surge intstr.IntOrString) {
-	unavailable, surge = v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-	if s != nil && s.MaxUnavailable != nil {
-		unavailable = *s.MaxUnavailable
-	}
-	if s != nil && s.MaxSurge != nil {
-		surge = *s.MaxSurge
-	}
-	return unavailable, surge
 }
 
 // replicas is the number of PodCliqueSet replicas of spec.

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/lockstep-dev/lockstep/api/limit"
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 	"github.com/lockstep-dev/lockstep/internal/simulate"
@@ -116,16 +117,9 @@ func (p *Plan) strategyText() string {
 	var text string
 	switch p.strategy() {
 	case v1alpha1.ReplicaRecreateStrategyType:
-		ru := s.UpdateStrategy.RollingUpdate
-		u, sg := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
-		if ru != nil && ru.MaxUnavailable != nil {
-			u = *ru.MaxUnavailable
-		}
-		if ru != nil && ru.MaxSurge != nil {
-			sg = *ru.MaxSurge
-		}
+		u, sg := s.UpdateStrategy.RollingUpdate.Limits()
 		text = fmt.Sprintf("ReplicaRecreate: whole PodCliqueSet replicas are deleted and recreated, "+
-			"at most %s unavailable and %s extra at once", limitText(u, replicas(s), false), limitText(sg, replicas(s), true))
+			"at most %s unavailable and %s extra at once", limitText(u, replicas(s), limit.Down), limitText(sg, replicas(s), limit.Up))
 	case v1alpha1.OnDeleteStrategyType:
 		text = "OnDelete: nothing is deleted for an update; a unit moves to the new revision " +
 			"only when someone deletes it"
@@ -148,11 +142,11 @@ func (p *Plan) strategyText() string {
 
 // limitText renders a maxUnavailable or maxSurge, with its count when it is a
 // percentage.
-func limitText(v intstr.IntOrString, of int32, roundUp bool) string {
-	if v.Type == intstr.Int {
+func limitText(v intstr.IntOrString, of int32, r limit.Rounding) string {
+	if !limit.IsPercent(v) {
 		return v.String()
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(of), roundUp)
+	n, err := limit.Resolve(v, of, r)
 	if err != nil {
 		return v.String()
 	}
@@ -161,7 +155,7 @@ func limitText(v intstr.IntOrString, of int32, roundUp bool) string {
 
 func (p *Plan) stepText(s v1alpha1.RoleUpgradeStep) string {
 	text := fmt.Sprintf("%s → %s", s.Role, s.UpdateTo.String())
-	if r := p.role(s.Role); r != nil && s.UpdateTo.Type == intstr.String {
+	if r := p.role(s.Role); r != nil && limit.IsPercent(s.UpdateTo) {
 		if n, err := rollout.ResolveUpdateTo(s.UpdateTo, r.Units); err == nil {
 			text += fmt.Sprintf(" (%d)", n)
 		}
@@ -212,7 +206,7 @@ func (t *textWriter) roleTable() {
 		}
 		lim := "—"
 		if rolling {
-			lim = limitText(r.MaxUnavailable, r.Units, false) + " / " + limitText(r.MaxSurge, r.Units, true)
+			lim = limitText(r.MaxUnavailable, r.Units, limit.Down) + " / " + limitText(r.MaxSurge, r.Units, limit.Up)
 		}
 		tpl := "unchanged"
 		if r.Changed() {

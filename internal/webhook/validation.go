@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/lockstep-dev/lockstep/api/limit"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 )
@@ -240,46 +241,9 @@ func (v *collector) validatePodTemplate(p *field.Path, t *corev1.PodTemplateSpec
 }
 
 // validateLimits checks a maxUnavailable/maxSurge pair against the replicas of
-// its level.
+// its level, by the rule both halves share.
 func (v *collector) validateLimits(p *field.Path, maxUnavailable, maxSurge *intstr.IntOrString, replicas int32) {
-	up, sp := p.Child("maxUnavailable"), p.Child("maxSurge")
-	okU := v.validateIntOrPercent(up, maxUnavailable, true)
-	okS := v.validateIntOrPercent(sp, maxSurge, false)
-	if !okU || !okS {
-		return
-	}
-	if isZero(maxUnavailable) && isZero(maxSurge) {
-		v.add(field.Invalid(up, maxUnavailable.String(), "maxUnavailable and maxSurge cannot both be 0: nothing could ever be updated"))
-	}
-	// With no replicas there is nothing to update, so the defaulted 1 is fine.
-	if maxUnavailable != nil && maxUnavailable.Type == intstr.Int && replicas > 0 && maxUnavailable.IntVal > replicas {
-		v.add(field.Invalid(up, maxUnavailable.IntVal, fmt.Sprintf("must not exceed replicas (%d)", replicas)))
-	}
-}
-
-// validateIntOrPercent checks one int-or-percent value; percentages of
-// maxUnavailable may not exceed 100%.
-func (v *collector) validateIntOrPercent(p *field.Path, val *intstr.IntOrString, capAt100 bool) bool {
-	if val == nil {
-		return true
-	}
-	if val.Type == intstr.Int {
-		if val.IntVal < 0 {
-			v.add(field.Invalid(p, val.IntVal, "must be greater than or equal to 0"))
-			return false
-		}
-		return true
-	}
-	pct, ok := parsePercent(val.StrVal)
-	switch {
-	case !ok:
-		v.add(field.Invalid(p, val.StrVal, `must be an integer or a percentage such as "25%"`))
-		return false
-	case capAt100 && pct > 100:
-		v.add(field.Invalid(p, val.StrVal, "must not be more than 100%"))
-		return false
-	}
-	return true
+	v.errs = append(v.errs, limit.Validate(p, maxUnavailable, maxSurge, replicas)...)
 }
 
 func (v *collector) validateComponentStrategy(p *field.Path, s *v1alpha1.ComponentUpdateStrategy, replicas int32) {
@@ -366,28 +330,16 @@ func (v *pcsValidator) validateRoleSteps(p *field.Path, steps []v1alpha1.RoleUpg
 // stepTarget validates updateTo and resolves it to a number of units (percentages
 // round up, so any non-zero percentage means at least one unit).
 func (v *pcsValidator) stepTarget(p *field.Path, to intstr.IntOrString, replicas int32) (int32, bool) {
-	if to.Type == intstr.Int {
-		switch {
-		case to.IntVal < 1:
-			v.add(field.Invalid(p, to.IntVal, "must be at least 1: a step that updates nothing would be skipped"))
-			return 0, false
-		case to.IntVal > replicas:
-			v.add(field.Invalid(p, to.IntVal, fmt.Sprintf("must not exceed the role's replicas (%d)", replicas)))
-			return 0, false
-		}
-		return to.IntVal, true
-	}
-	pct, ok := parsePercent(to.StrVal)
-	switch {
-	case !ok:
-		v.add(field.Invalid(p, to.StrVal, `must be an integer or a percentage such as "50%"`))
-		return 0, false
-	case pct <= 0 || pct > 100:
-		v.add(field.Invalid(p, to.StrVal, "a percentage must be greater than 0% and at most 100%"))
+	if errs := limit.ValidateTarget(p, to); len(errs) > 0 {
+		v.errs = append(v.errs, errs...)
 		return 0, false
 	}
-	n, _ := intstr.GetScaledValueFromIntOrPercent(&to, int(replicas), true)
-	return int32(n), true
+	n, _ := limit.Resolve(to, replicas, limit.Up)
+	if n > replicas {
+		v.add(field.Invalid(p, to.IntVal, fmt.Sprintf("must not exceed the role's replicas (%d)", replicas)))
+		return 0, false
+	}
+	return n, true
 }
 
 // validateGeneratedNames checks that the longest pod hostname this PodCliqueSet
@@ -442,22 +394,18 @@ func (v *pcsValidator) componentSurge(s *v1alpha1.ComponentUpdateStrategy, repli
 	return resolveSurge(s.MaxSurge, replicas)
 }
 
+// resolveSurge is maxSurge in units, 0 when it is malformed.
 func resolveSurge(s *intstr.IntOrString, replicas int32) int32 {
-	if s == nil {
-		return 0
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(s, int(replicas), true)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return int32(n)
+	_, surge := limit.Defaulted(nil, s)
+	n, _ := limit.Resolve(surge, replicas, limit.Up)
+	return n
 }
 
 // warnReplicaRecreate points out ReplicaRecreate settings that cost a full outage
 // or a full extra replica.
 func (v *pcsValidator) warnReplicaRecreate(p *field.Path, ru *v1alpha1.PodCliqueSetRollingUpdate, replicas int32) {
 	if ru.MaxUnavailable != nil && replicas > 0 {
-		if n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(replicas), false); err == nil && int32(n) >= replicas {
+		if n, err := limit.Resolve(*ru.MaxUnavailable, replicas, limit.Down); err == nil && n >= replicas {
 			v.warn("%s lets all %d replicas be recreated at once: the workload is fully unavailable while they restart", p.Child("maxUnavailable"), replicas)
 		}
 	}
@@ -494,14 +442,9 @@ func (v *pcsValidator) warnUnavailableSingleReplica(replicas int32) {
 		if t.ScalingGroupOf(c.Name) != nil {
 			continue
 		}
-		mu, ms := int32(1), int32(0)
-		if c.UpdateStrategy != nil {
-			ms = resolveSurge(c.UpdateStrategy.MaxSurge, c.Replicas)
-			if c.UpdateStrategy.MaxUnavailable != nil {
-				n, _ := intstr.GetScaledValueFromIntOrPercent(c.UpdateStrategy.MaxUnavailable, int(c.Replicas), false)
-				mu = int32(n)
-			}
-		}
+		unavailable, _ := c.UpdateStrategy.Limits()
+		mu, _ := limit.Resolve(unavailable, c.Replicas, limit.Down)
+		ms := v.componentSurge(c.UpdateStrategy, c.Replicas)
 		if c.Replicas > 0 && ms == 0 && c.Replicas-mu < c.EffectiveMinAvailable() {
 			v.warn("spec.template.cliques[%d]: with a single PodCliqueSet replica, updating clique %q takes it below minAvailable (%d of %d pods), so the PodCliqueSet is unavailable during updates; set updateStrategy.maxSurge or lower minAvailable", i, c.Name, c.Replicas-mu, c.EffectiveMinAvailable())
 		}
@@ -594,32 +537,6 @@ func groupMembers(t *v1alpha1.PodCliqueSetTemplateSpec) sets.Set[string] {
 		s.Insert(g.Name + "[" + strings.Join(sets.List(sets.New(g.CliqueNames...)), ",") + "]")
 	}
 	return s
-}
-
-func isZero(v *intstr.IntOrString) bool {
-	if v == nil {
-		return false
-	}
-	if v.Type == intstr.Int {
-		return v.IntVal == 0
-	}
-	pct, ok := parsePercent(v.StrVal)
-	return ok && pct == 0
-}
-
-// parsePercent parses "N%" with a non-negative integer N.
-func parsePercent(s string) (int, bool) {
-	num, ok := strings.CutSuffix(s, "%")
-	if !ok || num == "" {
-		return 0, false
-	}
-	for _, r := range num {
-		if r < '0' || r > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.Atoi(num)
-	return n, err == nil
 }
 
 // validatePodClique checks a PodClique's own fields.

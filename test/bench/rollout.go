@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lockstep-dev/lockstep/api/limit"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 )
@@ -52,9 +53,9 @@ func (s Strategy) Budget() string {
 // Waves is the fewest waves a rollout of pods can take under s: it replaces at
 // most maxSurge + maxUnavailable pods at a time.
 func (s Strategy) Waves(pods int) int {
-	surge, _ := intstr.GetScaledValueFromIntOrPercent(&s.MaxSurge, pods, true)
-	unavailable, _ := intstr.GetScaledValueFromIntOrPercent(&s.MaxUnavailable, pods, false)
-	step := max(surge+unavailable, 1)
+	surge, _ := limit.Resolve(s.MaxSurge, int32(pods), limit.Up)
+	unavailable, _ := limit.Resolve(s.MaxUnavailable, int32(pods), limit.Down)
+	step := int(max(surge+unavailable, 1))
 	return int(math.Ceil(float64(pods) / float64(step)))
 }
 

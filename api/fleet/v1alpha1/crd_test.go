@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/limit"
 )
 
 // The generated CRDs, installed in a real apiserver, apply the documented
@@ -104,9 +106,11 @@ func TestCRDs_ApplyTheDocumentedDefaults(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fw), &typed); err != nil {
 		t.Fatal(err)
 	}
+	// The schema's defaults are the API's one default of both halves.
 	rs := typed.Spec.RolloutStrategy
-	if rs.MaxUnavailable == nil || rs.MaxUnavailable.String() != "1" || rs.MaxSurge == nil || rs.MaxSurge.String() != "0" {
-		t.Errorf("rolloutStrategy = %+v, want maxUnavailable 1, maxSurge 0", rs)
+	if rs.MaxUnavailable == nil || *rs.MaxUnavailable != intstr.FromInt32(limit.DefaultMaxUnavailable) ||
+		rs.MaxSurge == nil || *rs.MaxSurge != intstr.FromInt32(limit.DefaultMaxSurge) {
+		t.Errorf("rolloutStrategy = %+v, want maxUnavailable %d, maxSurge %d", rs, limit.DefaultMaxUnavailable, limit.DefaultMaxSurge)
 	}
 	if got := typed.Spec.MemberLostTimeoutSeconds; got == nil || *got != fleetv1alpha1.DefaultMemberLostTimeoutSeconds {
 		t.Errorf("memberLostTimeoutSeconds = %v, want %d", got, fleetv1alpha1.DefaultMemberLostTimeoutSeconds)

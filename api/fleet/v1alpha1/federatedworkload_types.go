@@ -249,25 +249,65 @@ const (
 	FederatedWorkloadPaused FederatedWorkloadConditionType = "Paused"
 )
 
-// Reasons of the FederatedWorkload conditions.
+// FederatedWorkloadReason is the machine-readable reason of a
+// FederatedWorkload condition.
+type FederatedWorkloadReason string
+
+// Reasons of Available.
 const (
-	ReasonMinimumAvailable   = "MinimumAvailable"
-	ReasonBelowMinimum       = "BelowMinimumAvailable"
-	ReasonRolloutInProgress  = "RolloutInProgress"
-	ReasonRolloutComplete    = "RolloutComplete"
-	ReasonRolloutPaused      = "RolloutPaused"
-	ReasonRolloutResumed     = "RolloutNotPaused"
-	ReasonPlacementNotFound  = "PlacementNotFound"
-	ReasonInvalidTemplate    = "InvalidTemplate"
-	ReasonInvalidDivision    = "InvalidDivision"
-	ReasonTooManyClusters    = "TooManyClusters"
-	ReasonAlignFailed        = "AlignFailed"
-	ReasonNoClustersSelected = "NoClustersPlaced"
-	// ReasonMemberObjectConflict: in at least one member an object of the
-	// template's kind already holds the workload's namespace and name without
-	// the label fleet.lockstep.dev/federatedworkload=<namespace>.<name>. The
-	// hub leaves it alone; status.clusters[].waiting says which and why.
-	ReasonMemberObjectConflict = "MemberObjectConflict"
+	// FederatedWorkloadReasonMinimumAvailable: at least replicas −
+	// maxUnavailable units are available fleet-wide (True).
+	FederatedWorkloadReasonMinimumAvailable FederatedWorkloadReason = "MinimumAvailable"
+	// FederatedWorkloadReasonBelowMinimumAvailable: fewer are (False).
+	FederatedWorkloadReasonBelowMinimumAvailable FederatedWorkloadReason = "BelowMinimumAvailable"
+)
+
+// Reasons of Progressing.
+const (
+	// FederatedWorkloadReasonRolloutInProgress: a rollout or a re-division is
+	// under way (True); the message names what it waits for.
+	FederatedWorkloadReasonRolloutInProgress FederatedWorkloadReason = "RolloutInProgress"
+	// FederatedWorkloadReasonRolloutComplete: every member runs all it is
+	// allowed on the update revision and holds its share (False).
+	FederatedWorkloadReasonRolloutComplete FederatedWorkloadReason = "RolloutComplete"
+	// FederatedWorkloadReasonRolloutPaused: spec.rolloutStrategy.paused holds
+	// the rollout (False; also a reason of Paused, True).
+	FederatedWorkloadReasonRolloutPaused FederatedWorkloadReason = "RolloutPaused"
+	// FederatedWorkloadReasonMemberObjectConflict: in at least one member an
+	// object of the template's kind already holds the workload's namespace and
+	// name without the label fleet.lockstep.dev/federatedworkload=<namespace>.<name>.
+	// The hub leaves it alone; status.clusters[].waiting says which and why.
+	FederatedWorkloadReasonMemberObjectConflict FederatedWorkloadReason = "MemberObjectConflict"
+)
+
+// Reasons of Progressing (False) when no round can be planned; the hub
+// changes nothing in any member until they are put right.
+const (
+	// FederatedWorkloadReasonPlacementNotFound: spec.placementRef names no
+	// Placement.
+	FederatedWorkloadReasonPlacementNotFound FederatedWorkloadReason = "PlacementNotFound"
+	// FederatedWorkloadReasonNoClustersPlaced: the placement's decisions hold
+	// no cluster; member objects are kept as they are.
+	FederatedWorkloadReasonNoClustersPlaced FederatedWorkloadReason = "NoClustersPlaced"
+	// FederatedWorkloadReasonTooManyClusters: the placement holds more than
+	// MaxFederatedClusters clusters.
+	FederatedWorkloadReasonTooManyClusters FederatedWorkloadReason = "TooManyClusters"
+	// FederatedWorkloadReasonInvalidTemplate: spec.template is not a member
+	// object the hub can write.
+	FederatedWorkloadReasonInvalidTemplate FederatedWorkloadReason = "InvalidTemplate"
+	// FederatedWorkloadReasonInvalidDivision: spec.division.weights cannot be
+	// applied (a selector that does not parse).
+	FederatedWorkloadReasonInvalidDivision FederatedWorkloadReason = "InvalidDivision"
+	// FederatedWorkloadReasonAlignFailed: the fleet planner refused the
+	// strategy (limits it cannot resolve).
+	FederatedWorkloadReasonAlignFailed FederatedWorkloadReason = "AlignFailed"
+)
+
+// Reasons of Paused (besides FederatedWorkloadReasonRolloutPaused, True).
+const (
+	// FederatedWorkloadReasonRolloutNotPaused: spec.rolloutStrategy.paused is
+	// false (False).
+	FederatedWorkloadReasonRolloutNotPaused FederatedWorkloadReason = "RolloutNotPaused"
 )
 
 // FederatedWorkload is a Deployment, StatefulSet or PodCliqueSet split over the

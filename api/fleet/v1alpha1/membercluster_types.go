@@ -72,32 +72,39 @@ type MemberClusterConditionType string
 // discovery with the credentials of its kubeconfig.
 const MemberClusterReady MemberClusterConditionType = "Ready"
 
+// MemberClusterReason is the machine-readable reason of a MemberCluster
+// condition.
+type MemberClusterReason string
+
 // Reasons of the Ready condition. Each False reason says which step failed, so a
 // fleet admin knows where to look.
 const (
-	// ReasonMemberReachable: the member answered /readyz and discovery (True).
-	ReasonMemberReachable = "Reachable"
-	// ReasonSecretNotFound: the Secret of kubeconfigSecretRef does not exist.
-	ReasonSecretNotFound = "SecretNotFound"
-	// ReasonKubeconfigKeyMissing: the Secret has no data under the key.
-	ReasonKubeconfigKeyMissing = "KubeconfigKeyMissing"
-	// ReasonKubeconfigInvalid: the data under the key is not a usable kubeconfig.
-	ReasonKubeconfigInvalid = "KubeconfigInvalid"
-	// ReasonKubeconfigRejected: the hub refuses to use the kubeconfig: it would
-	// run code or read files on the hub (an exec plugin, an auth provider, a
-	// file reference), turn TLS verification off, or its Secret is outside the
-	// hub's fleet namespace. The message names the field.
-	ReasonKubeconfigRejected = "KubeconfigRejected"
-	// ReasonMemberUnreachable: the member's apiserver could not be reached
+	// MemberClusterReasonReachable: the member answered /readyz and discovery (True).
+	MemberClusterReasonReachable MemberClusterReason = "Reachable"
+	// MemberClusterReasonSecretNotFound: the Secret of kubeconfigSecretRef does
+	// not exist.
+	MemberClusterReasonSecretNotFound MemberClusterReason = "SecretNotFound"
+	// MemberClusterReasonKubeconfigKeyMissing: the Secret has no data under the key.
+	MemberClusterReasonKubeconfigKeyMissing MemberClusterReason = "KubeconfigKeyMissing"
+	// MemberClusterReasonKubeconfigInvalid: the data under the key is not a
+	// usable kubeconfig.
+	MemberClusterReasonKubeconfigInvalid MemberClusterReason = "KubeconfigInvalid"
+	// MemberClusterReasonKubeconfigRejected: the hub refuses to use the
+	// kubeconfig: it would run code or read files on the hub (an exec plugin, an
+	// auth provider, a file reference), turn TLS verification off, or its Secret
+	// is outside the hub's fleet namespace. The message names the field.
+	MemberClusterReasonKubeconfigRejected MemberClusterReason = "KubeconfigRejected"
+	// MemberClusterReasonUnreachable: the member's apiserver could not be reached
 	// (connection refused, DNS, TLS, timeout).
-	ReasonMemberUnreachable = "Unreachable"
-	// ReasonMemberUnauthorized: the member rejected the kubeconfig's credentials
-	// (401 or 403).
-	ReasonMemberUnauthorized = "Unauthorized"
-	// ReasonMemberNotReady: the member's apiserver answered but /readyz failed.
-	ReasonMemberNotReady = "APIServerNotReady"
-	// ReasonDiscoveryFailed: /readyz passed but discovery did not.
-	ReasonDiscoveryFailed = "DiscoveryFailed"
+	MemberClusterReasonUnreachable MemberClusterReason = "Unreachable"
+	// MemberClusterReasonUnauthorized: the member rejected the kubeconfig's
+	// credentials (401 or 403).
+	MemberClusterReasonUnauthorized MemberClusterReason = "Unauthorized"
+	// MemberClusterReasonAPIServerNotReady: the member's apiserver answered but
+	// /readyz failed.
+	MemberClusterReasonAPIServerNotReady MemberClusterReason = "APIServerNotReady"
+	// MemberClusterReasonDiscoveryFailed: /readyz passed but discovery did not.
+	MemberClusterReasonDiscoveryFailed MemberClusterReason = "DiscoveryFailed"
 )
 
 // MemberCluster is a cluster the hub can place work in. It is cluster-scoped; its

@@ -40,13 +40,17 @@ type MemberClusterSetConditionType string
 // no cluster until it is fixed.
 const MemberClusterSetSelectorValid MemberClusterSetConditionType = "SelectorValid"
 
+// MemberClusterSetReason is the machine-readable reason of a MemberClusterSet
+// condition.
+type MemberClusterSetReason string
+
 // Reasons of the SelectorValid condition.
 const (
-	// ReasonSelectorValid: spec.clusterSelector parses (True).
-	ReasonSelectorValid = "SelectorValid"
-	// ReasonInvalidSelector: spec.clusterSelector does not parse; the message
-	// says why (False).
-	ReasonInvalidSelector = "InvalidSelector"
+	// MemberClusterSetReasonSelectorValid: spec.clusterSelector parses (True).
+	MemberClusterSetReasonSelectorValid MemberClusterSetReason = "SelectorValid"
+	// MemberClusterSetReasonInvalidSelector: spec.clusterSelector does not
+	// parse; the message says why (False).
+	MemberClusterSetReasonInvalidSelector MemberClusterSetReason = "InvalidSelector"
 )
 
 // MemberClusterSet is a named group of MemberClusters, chosen by label, that a
@@ -111,14 +115,18 @@ type MemberClusterSetBindingConditionType string
 // contributes no cluster to the namespace's Placements.
 const MemberClusterSetBindingBound MemberClusterSetBindingConditionType = "Bound"
 
+// MemberClusterSetBindingReason is the machine-readable reason of a
+// MemberClusterSetBinding condition.
+type MemberClusterSetBindingReason string
+
 // Reasons of the Bound condition.
 const (
-	// ReasonClusterSetBound: the set exists; the namespace's Placements may
-	// select its clusters (True).
-	ReasonClusterSetBound = "ClusterSetBound"
-	// ReasonClusterSetNotFound: no MemberClusterSet of that name exists, or it
-	// is being deleted (False).
-	ReasonClusterSetNotFound = "ClusterSetNotFound"
+	// MemberClusterSetBindingReasonBound: the set exists; the namespace's
+	// Placements may select its clusters (True).
+	MemberClusterSetBindingReasonBound MemberClusterSetBindingReason = "ClusterSetBound"
+	// MemberClusterSetBindingReasonSetNotFound: no MemberClusterSet of that name
+	// exists, or it is being deleted (False).
+	MemberClusterSetBindingReasonSetNotFound MemberClusterSetBindingReason = "ClusterSetNotFound"
 )
 
 // MemberClusterSetBinding lets the Placements of its namespace select the

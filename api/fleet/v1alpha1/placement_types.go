@@ -187,36 +187,39 @@ type PlacementConditionType string
 // PlacementDecision is left.
 const PlacementDecisionsSettled PlacementConditionType = "DecisionsSettled"
 
+// PlacementReason is the machine-readable reason of a Placement condition.
+type PlacementReason string
+
 // Reasons of the DecisionsSettled condition.
 const (
-	// ReasonDecisionsSettled: the PlacementDecisions hold the final layout (True).
-	ReasonDecisionsSettled = "Settled"
-	// ReasonDecisionsSurging: a RollingUpdate is under way; PlacementDecisions
+	// PlacementReasonSettled: the PlacementDecisions hold the final layout (True).
+	PlacementReasonSettled PlacementReason = "Settled"
+	// PlacementReasonSurging: a RollingUpdate is under way; PlacementDecisions
 	// may hold more clusters than their final set (the union of old and new)
 	// until the update is finalized.
-	ReasonDecisionsSurging = "Surging"
-	// ReasonDecisionsUpdating: an All update is under way; the PlacementDecisions
-	// are being rewritten to their final sets.
-	ReasonDecisionsUpdating = "Updating"
+	PlacementReasonSurging PlacementReason = "Surging"
+	// PlacementReasonUpdating: an All update is under way; the
+	// PlacementDecisions are being rewritten to their final sets.
+	PlacementReasonUpdating PlacementReason = "Updating"
 )
 
-// The ClusterSetsBound condition of a Placement.
-const (
-	// PlacementClusterSetsBound is True when every cluster set the placement
-	// draws from is bound to its namespace and exists: at least one set is
-	// bound, each name in spec.clusterSets is bound, and each binding it uses
-	// names a MemberClusterSet that exists. When False the placement still
-	// selects from the sets that are bound and exist (possibly none); the
-	// message names what is missing.
-	PlacementClusterSetsBound PlacementConditionType = "ClusterSetsBound"
+// PlacementClusterSetsBound is True when every cluster set the placement draws
+// from is bound to its namespace and exists: at least one set is bound, each
+// name in spec.clusterSets is bound, and each binding it uses names a
+// MemberClusterSet that exists. When False the placement still selects from
+// the sets that are bound and exist (possibly none); the message names what is
+// missing.
+const PlacementClusterSetsBound PlacementConditionType = "ClusterSetsBound"
 
-	// ReasonClusterSetsBound: every set the placement uses is bound and exists
-	// (True).
-	ReasonClusterSetsBound = "ClusterSetsBound"
-	// ReasonClusterSetUnbound: no set is bound to the namespace, a set named in
-	// spec.clusterSets is not bound to it, or a binding names a set that does
-	// not exist (False).
-	ReasonClusterSetUnbound = "ClusterSetUnbound"
+// Reasons of the ClusterSetsBound condition.
+const (
+	// PlacementReasonClusterSetsBound: every set the placement uses is bound
+	// and exists (True).
+	PlacementReasonClusterSetsBound PlacementReason = "ClusterSetsBound"
+	// PlacementReasonClusterSetUnbound: no set is bound to the namespace, a set
+	// named in spec.clusterSets is not bound to it, or a binding names a set
+	// that does not exist (False).
+	PlacementReasonClusterSetUnbound PlacementReason = "ClusterSetUnbound"
 )
 
 // Placement chooses member clusters by label, among the MemberClusterSets bound

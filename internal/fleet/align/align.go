@@ -36,6 +36,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/api/limit"
 )
 
 // Kind is how a member object is steered.
@@ -181,7 +183,9 @@ type Member struct {
 // Strategy is the global rollout strategy.
 type Strategy struct {
 	// Replicas is the global number of units.
-	Replicas                 int32
+	Replicas int32
+	// MaxUnavailable and MaxSurge resolve against Replicas by the API's rule
+	// (limit.ResolveBudget).
 	MaxUnavailable, MaxSurge intstr.IntOrString
 	// Partition is how many units stay on the old revision fleet-wide.
 	Partition int32
@@ -234,24 +238,14 @@ type Plan struct {
 // Align computes the next grants. Members are served in name order, so rounds
 // are deterministic; a member that cannot use budget does not hold it.
 func Align(s Strategy, members []Member) (Plan, error) {
-	maxSurge, err := intstr.GetScaledValueFromIntOrPercent(&s.MaxSurge, int(s.Replicas), true)
+	budget, err := limit.ResolveBudget(&s.MaxUnavailable, &s.MaxSurge, s.Replicas)
 	if err != nil {
-		return Plan{}, fmt.Errorf("resolving maxSurge: %w", err)
-	}
-	maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(&s.MaxUnavailable, int(s.Replicas), false)
-	if err != nil {
-		return Plan{}, fmt.Errorf("resolving maxUnavailable: %w", err)
-	}
-	if maxSurge < 0 || maxUnavailable < 0 {
-		return Plan{}, fmt.Errorf("maxSurge %d and maxUnavailable %d must not be negative", maxSurge, maxUnavailable)
-	}
-	if maxSurge == 0 && maxUnavailable == 0 {
-		maxUnavailable = 1 // as a Deployment: a rollout must be able to move
+		return Plan{}, err
 	}
 	ms := slices.Clone(members)
 	slices.SortFunc(ms, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
 
-	p := Plan{MaxUnavailable: int32(maxUnavailable), MaxSurge: int32(maxSurge), AllowedUpdated: max(0, s.Replicas-max(s.Partition, 0))}
+	p := Plan{MaxUnavailable: budget.MaxUnavailable, MaxSurge: budget.MaxSurge, AllowedUpdated: max(0, s.Replicas-max(s.Partition, 0))}
 	plans := make([]MemberPlan, len(ms))
 	// First every member keeps (or shrinks to) what it holds, and is charged for
 	// the larger of that and its last grant.

@@ -10,8 +10,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
-// SimMember plays a member cluster's own controller for the tests, the fleet
-// simulation and `lockstep plan`: the single-cluster planner (rollout.PlanLevel)
+// SimMember plays a member cluster's own controller for the planner's tests and
+// the fleet simulation (`lockstep plan` plays whole members with
+// fleetsim.Member instead): the single-cluster planner (rollout.PlanLevel)
 // over its units, told the grant as a Deployment or a StatefulSet would be (a
 // StatefulSet updates one unit at a time above its partition).
 type SimMember struct {

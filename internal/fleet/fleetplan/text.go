@@ -19,7 +19,7 @@ func WriteText(w io.Writer, in Input, r Result) error {
 	var b strings.Builder
 	unit := in.Kind.Unit() + "s"
 	fmt.Fprintf(&b, "FederatedWorkload %s: %d %s of a %s over %d clusters, rolled under one budget: maxUnavailable %d, maxSurge %d",
-		fw.Name, fw.Spec.Replicas, unit, in.Kind, len(r.Shares), r.floorGap(), r.Ceiling-fw.Spec.Replicas)
+		fw.Name, fw.Spec.Replicas, unit, in.Kind, len(r.Shares), r.First.MaxUnavailable, r.First.MaxSurge)
 	if s := r.Strategy; s.Partition > 0 {
 		fmt.Fprintf(&b, ", partition %d", s.Partition)
 	}
@@ -56,13 +56,6 @@ func WriteText(w io.Writer, in Input, r Result) error {
 	return err
 }
 
-func (r Result) floorGap() int32 {
-	if len(r.Waves) == 0 {
-		return 0
-	}
-	return r.Waves[0].Plan.MaxUnavailable
-}
-
 // cell is one member in one wave: "3/4 +1 -1" for a Deployment (its maxSurge
 // and maxUnavailable), "3/4 p1" for a partitioned member, "-" before it starts.
 func cell(k member.Kind, m align.WaveMember) string {
@@ -87,6 +80,10 @@ func (r Result) summary(in Input) string {
 	switch {
 	case len(r.Breaches) > 0:
 		fmt.Fprintf(&b, "Result: Violation. %s\n", strings.Join(r.Breaches, "; "))
+	case r.Done && n == 0:
+		b.WriteString("Result: Nothing moves: every member at rest on the current FederatedWorkload already runs what the new one asks.\n")
+	case r.Done && r.IdealWaves() == 0:
+		fmt.Fprintf(&b, "Result: Complete after %d waves (%s); no unit changes revision, the shares move.\n", n, time.Duration(n)*in.Startup)
 	case r.Done:
 		fmt.Fprintf(&b, "Result: Complete after %d waves (%s); the fewest any rollout could take is %d (units allowed to update / (maxUnavailable + maxSurge)).\n",
 			n, time.Duration(n)*in.Startup, r.IdealWaves())

@@ -1,6 +1,9 @@
-// Package fleetsim plays a placement's decision updates against an in-memory
-// store of slices, one write at a time, with a watcher that sees every state in
-// between. The planner's tests and the `make bench-fleet` simulation use it.
+// Package fleetsim plays the fleet in memory. A Store holds a placement's
+// decision slices and plays their updates one write at a time, with a watcher
+// that sees every state in between (the decision planner's tests and `make
+// bench-fleet`). A Member plays a member cluster for a FederatedWorkload
+// rollout: the apiserver holding its member object and the object's own
+// controller (`lockstep plan`, through internal/fleet/fleetplan).
 package fleetsim
 
 import (

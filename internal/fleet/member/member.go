@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/limit"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 )
@@ -57,17 +58,11 @@ func (k Kind) Unit() string {
 }
 
 // StrategyOf is the planner's global strategy of a FederatedWorkload, with the
-// API's defaults (maxUnavailable 1, maxSurge 0) filled in.
+// API's defaults filled in.
 func StrategyOf(fw *fleetv1alpha1.FederatedWorkload) align.Strategy {
 	rs := fw.Spec.RolloutStrategy
-	s := align.Strategy{Replicas: fw.Spec.Replicas, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0), Partition: rs.Partition, Paused: rs.Paused}
-	if rs.MaxUnavailable != nil {
-		s.MaxUnavailable = *rs.MaxUnavailable
-	}
-	if rs.MaxSurge != nil {
-		s.MaxSurge = *rs.MaxSurge
-	}
-	return s
+	mu, ms := limit.Defaulted(rs.MaxUnavailable, rs.MaxSurge)
+	return align.Strategy{Replicas: fw.Spec.Replicas, MaxUnavailable: mu, MaxSurge: ms, Partition: rs.Partition, Paused: rs.Paused}
 }
 
 // Template is a parsed FederatedWorkload template.
@@ -238,8 +233,8 @@ func HeldGrant(k Kind, obj *unstructured.Unstructured, rev string) *align.Grant 
 		return &align.Grant{
 			Started:        true,
 			Paused:         paused,
-			MaxUnavailable: limit(obj, replicas, false, "spec", "strategy", "rollingUpdate", "maxUnavailable"),
-			MaxSurge:       limit(obj, replicas, true, "spec", "strategy", "rollingUpdate", "maxSurge"),
+			MaxUnavailable: limitField(obj, replicas, limit.Down, "spec", "strategy", "rollingUpdate", "maxUnavailable"),
+			MaxSurge:       limitField(obj, replicas, limit.Up, "spec", "strategy", "rollingUpdate", "maxSurge"),
 		}
 	default:
 		if !started {
@@ -341,8 +336,9 @@ func intField(obj *unstructured.Unstructured, path ...string) int32 {
 	return 0
 }
 
-// limit reads an int-or-percent limit the way a Deployment resolves it.
-func limit(obj *unstructured.Unstructured, replicas int32, roundUp bool, path ...string) int32 {
+// limitField reads an int-or-percent limit of a member object, resolved against
+// replicas; 0 when it is unset or malformed.
+func limitField(obj *unstructured.Unstructured, replicas int32, r limit.Rounding, path ...string) int32 {
 	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
 	if !found {
 		return 0
@@ -358,9 +354,6 @@ func limit(obj *unstructured.Unstructured, replicas int32, roundUp bool, path ..
 	default:
 		return 0
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&ios, int(replicas), roundUp)
-	if err != nil {
-		return 0
-	}
-	return int32(n)
+	n, _ := limit.Resolve(ios, replicas, r)
+	return n
 }

@@ -100,12 +100,12 @@ func (r *Reconciler) reconcileSet(ctx context.Context, req reconcile.Request) (r
 	}
 	cond := metav1.Condition{
 		Type: string(fleetv1alpha1.MemberClusterSetSelectorValid), Status: metav1.ConditionTrue,
-		Reason: fleetv1alpha1.ReasonSelectorValid, Message: "spec.clusterSelector is valid", ObservedGeneration: set.Generation,
+		Reason: string(fleetv1alpha1.MemberClusterSetReasonSelectorValid), Message: "spec.clusterSelector is valid", ObservedGeneration: set.Generation,
 	}
 	count := 0
 	sel, err := fleet.SetSelector(&set)
 	if err != nil {
-		cond.Status, cond.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonInvalidSelector
+		cond.Status, cond.Reason = metav1.ConditionFalse, string(fleetv1alpha1.MemberClusterSetReasonInvalidSelector)
 		cond.Message = fmt.Sprintf("spec.clusterSelector: %v; the set contains no cluster", err)
 	} else {
 		var list fleetv1alpha1.MemberClusterList
@@ -128,7 +128,7 @@ func (r *Reconciler) reconcileSet(ctx context.Context, req reconcile.Request) (r
 		return requeue.OnConflict(reconcile.Result{}, err)
 	}
 	if cond.Status == metav1.ConditionFalse && wasValid {
-		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, fleetv1alpha1.ReasonInvalidSelector, "Select", "%s", cond.Message)
+		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, string(fleetv1alpha1.MemberClusterSetReasonInvalidSelector), "Select", "%s", cond.Message)
 	}
 	return reconcile.Result{}, nil
 }
@@ -170,12 +170,12 @@ func (r *Reconciler) reconcileBinding(ctx context.Context, req reconcile.Request
 func BoundCondition(b *fleetv1alpha1.MemberClusterSetBinding, setExists bool) metav1.Condition {
 	c := metav1.Condition{
 		Type: string(fleetv1alpha1.MemberClusterSetBindingBound), Status: metav1.ConditionTrue,
-		Reason:             fleetv1alpha1.ReasonClusterSetBound,
+		Reason:             string(fleetv1alpha1.MemberClusterSetBindingReasonBound),
 		Message:            fmt.Sprintf("the Placements of namespace %s may select the clusters of MemberClusterSet %s", b.Namespace, b.Spec.ClusterSet),
 		ObservedGeneration: b.Generation,
 	}
 	if !setExists {
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonClusterSetNotFound
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.MemberClusterSetBindingReasonSetNotFound)
 		c.Message = fmt.Sprintf("MemberClusterSet %s does not exist: this binding adds no cluster to the Placements of namespace %s", b.Spec.ClusterSet, b.Namespace)
 	}
 	return c

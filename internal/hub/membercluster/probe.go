@@ -20,9 +20,9 @@ import (
 
 // Probe is what one look at a member found.
 type Probe struct {
-	// Reason is the Ready condition's reason: ReasonMemberReachable when the
-	// member answered, else the step that failed.
-	Reason  string
+	// Reason is the Ready condition's reason: MemberClusterReasonReachable when
+	// the member answered, else the step that failed.
+	Reason  fleetv1alpha1.MemberClusterReason
 	Message string
 	// KubernetesVersion and WorkloadKinds are set when Reason is Reachable.
 	KubernetesVersion string
@@ -30,7 +30,7 @@ type Probe struct {
 }
 
 // Ready says whether the member answered /readyz and discovery.
-func (p Probe) Ready() bool { return p.Reason == fleetv1alpha1.ReasonMemberReachable }
+func (p Probe) Ready() bool { return p.Reason == fleetv1alpha1.MemberClusterReasonReachable }
 
 // workloadKind is a kind the hub can place in a member, and where discovery
 // finds it.
@@ -54,14 +54,14 @@ func probeMember(ctx context.Context, cfg *rest.Config, timeout time.Duration) P
 	defer cancel()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return Probe{Reason: fleetv1alpha1.ReasonKubeconfigInvalid, Message: fmt.Sprintf("building a client from the kubeconfig: %v", err)}
+		return Probe{Reason: fleetv1alpha1.MemberClusterReasonKubeconfigInvalid, Message: fmt.Sprintf("building a client from the kubeconfig: %v", err)}
 	}
 	body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
 		if p, failed := requestFailure(err, cfg.Host); failed {
 			return p
 		}
-		return Probe{Reason: fleetv1alpha1.ReasonMemberNotReady,
+		return Probe{Reason: fleetv1alpha1.MemberClusterReasonAPIServerNotReady,
 			Message: fmt.Sprintf("%s/readyz failed: %s", cfg.Host, firstLine(body, err))}
 	}
 	version, err := dc.ServerVersion()
@@ -79,7 +79,7 @@ func probeMember(ctx context.Context, cfg *rest.Config, timeout time.Duration) P
 		}
 	}
 	return Probe{
-		Reason:            fleetv1alpha1.ReasonMemberReachable,
+		Reason:            fleetv1alpha1.MemberClusterReasonReachable,
 		Message:           fmt.Sprintf("%s answers /readyz and discovery", cfg.Host),
 		KubernetesVersion: version.GitVersion,
 		WorkloadKinds:     kinds,
@@ -107,21 +107,21 @@ func requestFailure(err error, host string) (Probe, bool) {
 	if errors.As(err, &status) {
 		switch code := status.Status().Code; code {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return Probe{Reason: fleetv1alpha1.ReasonMemberUnauthorized,
+			return Probe{Reason: fleetv1alpha1.MemberClusterReasonUnauthorized,
 				Message: fmt.Sprintf("%s rejected the kubeconfig's credentials (HTTP %d): %s", host, code, status.Status().Message)}, true
 		case 0:
 		default:
 			return Probe{}, false
 		}
 	}
-	return Probe{Reason: fleetv1alpha1.ReasonMemberUnreachable, Message: fmt.Sprintf("cannot reach %s: %v", host, err)}, true
+	return Probe{Reason: fleetv1alpha1.MemberClusterReasonUnreachable, Message: fmt.Sprintf("cannot reach %s: %v", host, err)}, true
 }
 
 func discoveryFailure(err error, host, doing string) Probe {
 	if p, failed := requestFailure(err, host); failed {
 		return p
 	}
-	return Probe{Reason: fleetv1alpha1.ReasonDiscoveryFailed, Message: fmt.Sprintf("%s on %s: %v", doing, host, err)}
+	return Probe{Reason: fleetv1alpha1.MemberClusterReasonDiscoveryFailed, Message: fmt.Sprintf("%s on %s: %v", doing, host, err)}
 }
 
 // firstLine is a short account of a failed /readyz: the first failing check

@@ -53,13 +53,13 @@ func TestProbe_ReasonNamesTheStepThatFailed(t *testing.T) {
 	cases := []struct {
 		name          string
 		readyz, other int
-		reason        string
+		reason        fleetv1alpha1.MemberClusterReason
 	}{
-		{"answers", http.StatusOK, http.StatusOK, fleetv1alpha1.ReasonMemberReachable},
-		{"readyz fails", http.StatusInternalServerError, http.StatusOK, fleetv1alpha1.ReasonMemberNotReady},
-		{"credentials rejected", http.StatusUnauthorized, http.StatusUnauthorized, fleetv1alpha1.ReasonMemberUnauthorized},
-		{"forbidden discovery", http.StatusOK, http.StatusForbidden, fleetv1alpha1.ReasonMemberUnauthorized},
-		{"discovery fails", http.StatusOK, http.StatusInternalServerError, fleetv1alpha1.ReasonDiscoveryFailed},
+		{"answers", http.StatusOK, http.StatusOK, fleetv1alpha1.MemberClusterReasonReachable},
+		{"readyz fails", http.StatusInternalServerError, http.StatusOK, fleetv1alpha1.MemberClusterReasonAPIServerNotReady},
+		{"credentials rejected", http.StatusUnauthorized, http.StatusUnauthorized, fleetv1alpha1.MemberClusterReasonUnauthorized},
+		{"forbidden discovery", http.StatusOK, http.StatusForbidden, fleetv1alpha1.MemberClusterReasonUnauthorized},
+		{"discovery fails", http.StatusOK, http.StatusInternalServerError, fleetv1alpha1.MemberClusterReasonDiscoveryFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,10 +68,10 @@ func TestProbe_ReasonNamesTheStepThatFailed(t *testing.T) {
 			if p.Reason != tc.reason {
 				t.Fatalf("reason %s (%s), want %s", p.Reason, p.Message, tc.reason)
 			}
-			if tc.reason == fleetv1alpha1.ReasonMemberNotReady && p.Message != s.URL+"/readyz failed: [-]etcd failed: reason withheld" {
+			if tc.reason == fleetv1alpha1.MemberClusterReasonAPIServerNotReady && p.Message != s.URL+"/readyz failed: [-]etcd failed: reason withheld" {
 				t.Errorf("message %q does not name the failing check", p.Message)
 			}
-			if tc.reason == fleetv1alpha1.ReasonMemberReachable &&
+			if tc.reason == fleetv1alpha1.MemberClusterReasonReachable &&
 				(p.KubernetesVersion != "v1.36.3" || !slices.Equal(p.WorkloadKinds, []string{"Deployment"})) {
 				t.Errorf("version %q, kinds %v; want v1.36.3 and [Deployment]", p.KubernetesVersion, p.WorkloadKinds)
 			}
@@ -80,7 +80,7 @@ func TestProbe_ReasonNamesTheStepThatFailed(t *testing.T) {
 	t.Run("nobody listens", func(t *testing.T) {
 		s := apiserver(t, http.StatusOK, http.StatusOK)
 		s.Close()
-		if p := probeMember(context.Background(), &rest.Config{Host: s.URL}, time.Second); p.Reason != fleetv1alpha1.ReasonMemberUnreachable {
+		if p := probeMember(context.Background(), &rest.Config{Host: s.URL}, time.Second); p.Reason != fleetv1alpha1.MemberClusterReasonUnreachable {
 			t.Errorf("reason %s (%s), want Unreachable", p.Reason, p.Message)
 		}
 	})

@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// A changed kubeconfig drops the old connection at once, whatever the probe
 	// of the new one says; a refused one keeps none.
-	if old := r.Members.Identity(mc.Name); old != "" && (old != identity || p.Reason == fleetv1alpha1.ReasonKubeconfigRejected) {
+	if old := r.Members.Identity(mc.Name); old != "" && (old != identity || p.Reason == fleetv1alpha1.MemberClusterReasonKubeconfigRejected) {
 		r.Members.Remove(mc.Name)
 	}
 	if p.Ready() {
@@ -167,21 +167,21 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 	// Checked before any read, so a MemberCluster cannot make the hub read a
 	// Secret outside its fleet namespace (admission refuses it too).
 	if ref.Namespace != r.FleetNamespace {
-		return nil, "", Probe{Reason: fleetv1alpha1.ReasonKubeconfigRejected,
+		return nil, "", Probe{Reason: fleetv1alpha1.MemberClusterReasonKubeconfigRejected,
 			Message: fmt.Sprintf("spec.kubeconfigSecretRef.namespace: %q is not allowed: the hub reads kubeconfig Secrets only in its fleet namespace %q", ref.Namespace, r.FleetNamespace)}
 	}
 	data, err := r.secretData(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", Probe{Reason: fleetv1alpha1.ReasonSecretNotFound,
+			return nil, "", Probe{Reason: fleetv1alpha1.MemberClusterReasonSecretNotFound,
 				Message: fmt.Sprintf("Secret %s/%s does not exist; create it with the member's kubeconfig under key %q", ref.Namespace, ref.Name, key)}
 		}
-		return nil, "", Probe{Reason: fleetv1alpha1.ReasonSecretNotFound,
+		return nil, "", Probe{Reason: fleetv1alpha1.MemberClusterReasonSecretNotFound,
 			Message: fmt.Sprintf("reading Secret %s/%s: %v", ref.Namespace, ref.Name, err)}
 	}
 	kubeconfig, ok := data[key]
 	if !ok || len(kubeconfig) == 0 {
-		return nil, "", Probe{Reason: fleetv1alpha1.ReasonKubeconfigKeyMissing,
+		return nil, "", Probe{Reason: fleetv1alpha1.MemberClusterReasonKubeconfigKeyMissing,
 			Message: fmt.Sprintf("Secret %s/%s has no data under key %q", ref.Namespace, ref.Name, key)}
 	}
 	sum := sha256.Sum256(kubeconfig)
@@ -189,11 +189,11 @@ func (r *Reconciler) kubeconfig(ctx context.Context, mc *fleetv1alpha1.MemberClu
 	cfg, err := restConfigFromKubeconfig(kubeconfig, KubeconfigPolicy{AllowExec: r.AllowExec, AllowInsecureTLS: r.AllowInsecureTLS})
 	var rejected *KubeconfigRejectedError
 	if errors.As(err, &rejected) {
-		return nil, identity, Probe{Reason: fleetv1alpha1.ReasonKubeconfigRejected,
+		return nil, identity, Probe{Reason: fleetv1alpha1.MemberClusterReasonKubeconfigRejected,
 			Message: fmt.Sprintf("Secret %s/%s key %q: %v", ref.Namespace, ref.Name, key, err)}
 	}
 	if err != nil {
-		return nil, identity, Probe{Reason: fleetv1alpha1.ReasonKubeconfigInvalid,
+		return nil, identity, Probe{Reason: fleetv1alpha1.MemberClusterReasonKubeconfigInvalid,
 			Message: fmt.Sprintf("Secret %s/%s key %q is not a usable kubeconfig: %v", ref.Namespace, ref.Name, key, err)}
 	}
 	return cfg, identity, Probe{}
@@ -207,12 +207,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *fleetv1alpha1.MemberCl
 		status = metav1.ConditionTrue
 	}
 	before := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
-	changed := before == nil || before.Status != status || before.Reason != p.Reason
+	changed := before == nil || before.Status != status || before.Reason != string(p.Reason)
 	err := write.Status(ctx, r.Client, mc, func(mc *fleetv1alpha1.MemberCluster) {
 		mc.Status.ObservedGeneration = mc.Generation
 		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
 			Type: string(fleetv1alpha1.MemberClusterReady), Status: status,
-			Reason: p.Reason, Message: p.Message, ObservedGeneration: mc.Generation,
+			Reason: string(p.Reason), Message: p.Message, ObservedGeneration: mc.Generation,
 		})
 		if p.Ready() {
 			mc.Status.KubernetesVersion = p.KubernetesVersion
@@ -226,10 +226,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *fleetv1alpha1.MemberCl
 		log := ctrl.LoggerFrom(ctx)
 		if p.Ready() {
 			log.Info("member is Ready", "version", p.KubernetesVersion, "workloadKinds", p.WorkloadKinds)
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, p.Reason, "Probe", "%s", p.Message)
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, string(p.Reason), "Probe", "%s", p.Message)
 		} else {
 			log.Info("member is not Ready", "reason", p.Reason, "message", p.Message)
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, p.Reason, "Probe", "%s", p.Message)
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, string(p.Reason), "Probe", "%s", p.Message)
 		}
 	}
 	return nil

@@ -1,14 +1,12 @@
 package fleet
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/limit"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 )
 
@@ -41,18 +39,10 @@ func ValidateFederatedWorkload(fw *fleetv1alpha1.FederatedWorkload) field.ErrorL
 	}
 	rp := sp.Child("rolloutStrategy")
 	rs := fw.Spec.RolloutStrategy
-	muErrs := validateLimit(rs.MaxUnavailable, fw.Spec.Replicas, false, rp.Child("maxUnavailable"))
-	msErrs := validateLimit(rs.MaxSurge, fw.Spec.Replicas, true, rp.Child("maxSurge"))
-	errs = append(errs, muErrs...)
-	errs = append(errs, msErrs...)
-	if len(muErrs) == 0 && len(msErrs) == 0 {
-		if isZero(rs.MaxUnavailable) && isZero(rs.MaxSurge) {
-			errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), rs.MaxUnavailable.String(), "maxUnavailable and maxSurge must not both be 0: the rollout could never move"))
-		}
-		if tmpl != nil && tmpl.Kind != member.Deployment && isZero(rs.MaxUnavailable) {
-			errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), rs.MaxUnavailable.String(),
-				"must be at least 1 for a "+string(tmpl.Kind)+" template: its members update a unit by taking it down, and do not surge"))
-		}
+	errs = append(errs, limit.Validate(rp, rs.MaxUnavailable, rs.MaxSurge, fw.Spec.Replicas)...)
+	if mu, _ := limit.Defaulted(rs.MaxUnavailable, rs.MaxSurge); tmpl != nil && tmpl.Kind != member.Deployment && limit.IsZero(mu) {
+		errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), mu.String(),
+			"must be at least 1 for a "+string(tmpl.Kind)+" template: its members update a unit by taking it down, and do not surge"))
 	}
 	if rs.Partition < 0 {
 		errs = append(errs, field.Invalid(rp.Child("partition"), rs.Partition, "must not be negative"))
@@ -117,42 +107,4 @@ func validateTemplate(tmpl *member.Template, tp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// validateLimit checks an int-or-percent limit.
-func validateLimit(v *intstr.IntOrString, replicas int32, roundUp bool, p *field.Path) field.ErrorList {
-	if v == nil {
-		return nil
-	}
-	if v.Type == intstr.String {
-		s := v.StrVal
-		if !strings.HasSuffix(s, "%") {
-			return field.ErrorList{field.Invalid(p, s, "must be an integer or a percentage such as \"25%\"")}
-		}
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(replicas), roundUp)
-	if err != nil {
-		return field.ErrorList{field.Invalid(p, v.String(), "must be an integer or a percentage such as \"25%\"")}
-	}
-	if n < 0 || (v.Type == intstr.Int && v.IntVal < 0) {
-		return field.ErrorList{field.Invalid(p, v.String(), "must not be negative")}
-	}
-	if v.Type == intstr.String {
-		if pct, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false); pct > 100 {
-			return field.ErrorList{field.Invalid(p, v.String(), "must be a percentage of at most 100%")}
-		}
-	}
-	return nil
-}
-
-// isZero: written as 0 or 0%. Unset is 0 too: the API defaults maxUnavailable
-// to 1, so only maxSurge reaches here unset.
-func isZero(v *intstr.IntOrString) bool {
-	if v == nil {
-		return true
-	}
-	if v.Type == intstr.Int {
-		return v.IntVal == 0
-	}
-	return strings.TrimSuffix(v.StrVal, "%") == "0"
 }

@@ -6,17 +6,15 @@ package fleet
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/limit"
 )
 
 // ValidateMemberCluster checks a defaulted MemberCluster. Its kubeconfig
@@ -59,7 +57,7 @@ func ValidatePlacement(pl *fleetv1alpha1.Placement) field.ErrorList {
 	gp := dp.Child("groupStrategy")
 	gs := &pl.Spec.DecisionStrategy.GroupStrategy
 	if v := gs.ClustersPerDecisionGroup; v != nil {
-		errs = append(errs, validateClustersPerDecisionGroup(*v, gp.Child("clustersPerDecisionGroup"))...)
+		errs = append(errs, limit.ValidateTarget(gp.Child("clustersPerDecisionGroup"), *v)...)
 	}
 	names := sets.New[string]()
 	for i := range gs.DecisionGroups {
@@ -89,26 +87,6 @@ func ValidatePlacement(pl *fleetv1alpha1.Placement) field.ErrorList {
 			[]fleetv1alpha1.DecisionUpdateType{fleetv1alpha1.RollingUpdateDecisionUpdate, fleetv1alpha1.AllDecisionUpdate}))
 	}
 	return errs
-}
-
-// validateClustersPerDecisionGroup accepts an integer of at least 1 or a
-// percentage in (0%, 100%].
-func validateClustersPerDecisionGroup(v intstr.IntOrString, p *field.Path) field.ErrorList {
-	if v.Type == intstr.Int {
-		if v.IntVal < 1 {
-			return field.ErrorList{field.Invalid(p, v.IntVal, "must be at least 1")}
-		}
-		return nil
-	}
-	pct, ok := strings.CutSuffix(v.StrVal, "%")
-	n, err := strconv.Atoi(pct)
-	if !ok || err != nil || strings.HasPrefix(pct, "+") || (len(pct) > 1 && pct[0] == '0') {
-		return field.ErrorList{field.Invalid(p, v.StrVal, `must be an integer or a percentage such as "25%"`)}
-	}
-	if n < 1 || n > 100 {
-		return field.ErrorList{field.Invalid(p, v.StrVal, fmt.Sprintf("a percentage must be in (0%%, 100%%], got %d%%", n))}
-	}
-	return nil
 }
 
 func validateSelector(sel *metav1.LabelSelector, p *field.Path) field.ErrorList {

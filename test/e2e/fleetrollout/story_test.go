@@ -223,7 +223,7 @@ func progressing(fw *fleetv1alpha1.FederatedWorkload) metav1.Condition {
 }
 
 func complete(fw *fleetv1alpha1.FederatedWorkload) bool {
-	return fw.Status.ObservedGeneration == fw.Generation && progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+	return fw.Status.ObservedGeneration == fw.Generation && progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete)
 }
 
 // watch starts the independent pod watcher over both members.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/api/limit"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/invariant"
 	"github.com/lockstep-dev/lockstep/internal/revision"
@@ -126,7 +127,7 @@ func (t *target) groupLimits(name string, replicas int32) (rollout.Fenceposts, e
 // componentLimits: a clique's or group's own limits apply under RollingUpdate;
 // the other types use the defaults, and OnDelete never surges.
 func (t *target) componentLimits(s *v1alpha1.ComponentUpdateStrategy, replicas int32) (rollout.Fenceposts, error) {
-	unavailable, surge := v1alpha1.DefaultMaxUnavailable, v1alpha1.DefaultMaxSurge
+	unavailable, surge := limit.Defaulted(nil, nil)
 	if t.strategy() == v1alpha1.RollingUpdateStrategyType {
 		unavailable, surge = s.Limits()
 	}

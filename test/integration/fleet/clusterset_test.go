@@ -157,26 +157,26 @@ func waitForPlacement(t *testing.T, ns string, want []string, bound metav1.Condi
 		got = *c
 		return true, state
 	})
-	wantReason := fleetv1alpha1.ReasonClusterSetsBound
+	wantReason := fleetv1alpha1.PlacementReasonClusterSetsBound
 	if bound == metav1.ConditionFalse {
-		wantReason = fleetv1alpha1.ReasonClusterSetUnbound
+		wantReason = fleetv1alpha1.PlacementReasonClusterSetUnbound
 	}
-	if got.Reason != wantReason {
+	if got.Reason != string(wantReason) {
 		t.Errorf("ClusterSetsBound reason %s, want %s (%s)", got.Reason, wantReason, got.Message)
 	}
 }
 
 // waitForEvent waits for an event on placement "p" in ns with the reason.
-func waitForEvent(t *testing.T, ns, reason, contains string) {
+func waitForEvent(t *testing.T, ns string, reason fleetv1alpha1.PlacementReason, contains string) {
 	t.Helper()
-	eventually(t, csTimeout, "event "+reason+" on placement "+ns+"/p", func() (bool, string) {
+	eventually(t, csTimeout, "event "+string(reason)+" on placement "+ns+"/p", func() (bool, string) {
 		var evs eventsv1.EventList
 		if err := hubEnv.Client.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		var seen []string
 		for _, e := range evs.Items {
-			if e.Regarding.Name == placementName && e.Reason == reason && strings.Contains(e.Note, contains) {
+			if e.Regarding.Name == placementName && e.Reason == string(reason) && strings.Contains(e.Note, contains) {
 				return true, ""
 			}
 			seen = append(seen, e.Reason+": "+e.Note)
@@ -185,7 +185,7 @@ func waitForEvent(t *testing.T, ns, reason, contains string) {
 	})
 }
 
-func waitForBinding(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) {
+func waitForBinding(t *testing.T, ns, name string, status metav1.ConditionStatus, reason fleetv1alpha1.MemberClusterSetBindingReason) {
 	t.Helper()
 	eventually(t, csTimeout, fmt.Sprintf("binding %s/%s Bound=%s (%s)", ns, name, status, reason), func() (bool, string) {
 		var b fleetv1alpha1.MemberClusterSetBinding
@@ -196,7 +196,7 @@ func waitForBinding(t *testing.T, ns, name string, status metav1.ConditionStatus
 		if c == nil {
 			return false, "no Bound condition"
 		}
-		return c.Status == status && c.Reason == reason && b.Status.ObservedGeneration == b.Generation, fmt.Sprintf("%+v", *c)
+		return c.Status == status && c.Reason == string(reason) && b.Status.ObservedGeneration == b.Generation, fmt.Sprintf("%+v", *c)
 	})
 }
 
@@ -221,14 +221,14 @@ func TestClusterSets_UnboundNamespaceSelectsNothingUntilASetIsBound(t *testing.T
 	runClusterSetControllers(t)
 	csPlacement(t, ns)
 	waitForPlacement(t, ns, nil, metav1.ConditionFalse, "no MemberClusterSet is bound to namespace "+ns, "selecting nothing")
-	waitForEvent(t, ns, fleetv1alpha1.ReasonClusterSetUnbound, "no MemberClusterSet is bound")
+	waitForEvent(t, ns, fleetv1alpha1.PlacementReasonClusterSetUnbound, "no MemberClusterSet is bound")
 
 	gold := ns + "-gold"
 	csSet(t, gold, ns, "gold")
 	csBind(t, ns, gold)
 	waitForPlacement(t, ns, tiers["gold"], metav1.ConditionTrue, "MemberClusterSet "+gold)
-	waitForEvent(t, ns, fleetv1alpha1.ReasonClusterSetsBound, "selecting from MemberClusterSet "+gold)
-	waitForBinding(t, ns, gold, metav1.ConditionTrue, fleetv1alpha1.ReasonClusterSetBound)
+	waitForEvent(t, ns, fleetv1alpha1.PlacementReasonClusterSetsBound, "selecting from MemberClusterSet "+gold)
+	waitForBinding(t, ns, gold, metav1.ConditionTrue, fleetv1alpha1.MemberClusterSetBindingReasonBound)
 	waitForSetCount(t, gold, 2)
 
 	// A member that joins the set by label joins the placement.
@@ -255,11 +255,11 @@ func TestClusterSets_BindingToAnUnknownSet(t *testing.T) {
 	missing := ns + "-later"
 	csBind(t, ns, missing)
 	csPlacement(t, ns)
-	waitForBinding(t, ns, missing, metav1.ConditionFalse, fleetv1alpha1.ReasonClusterSetNotFound)
+	waitForBinding(t, ns, missing, metav1.ConditionFalse, fleetv1alpha1.MemberClusterSetBindingReasonSetNotFound)
 	waitForPlacement(t, ns, nil, metav1.ConditionFalse, "binds MemberClusterSet "+missing+", which does not exist", "selecting nothing")
 
 	csSet(t, missing, ns, "silver")
-	waitForBinding(t, ns, missing, metav1.ConditionTrue, fleetv1alpha1.ReasonClusterSetBound)
+	waitForBinding(t, ns, missing, metav1.ConditionTrue, fleetv1alpha1.MemberClusterSetBindingReasonBound)
 	waitForPlacement(t, ns, tiers["silver"], metav1.ConditionTrue)
 }
 

@@ -72,7 +72,7 @@ func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, "weight": "3"})
 	f.startHub()
 	for _, c := range f.clusters {
-		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 	}
 	pl := &fleetv1alpha1.Placement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fwPlacement},
@@ -475,7 +475,7 @@ func progressing(fw *fleetv1alpha1.FederatedWorkload) *metav1.Condition {
 }
 
 func complete(fw *fleetv1alpha1.FederatedWorkload) bool {
-	return fw.Status.ObservedGeneration == fw.Generation && progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+	return fw.Status.ObservedGeneration == fw.Generation && progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete)
 }
 
 // A workload is split by weight 2:3 over two members, written by server-side
@@ -656,7 +656,7 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 	// a has observed its grant; it is about to replace pods when it goes away.
 	f.setStatus(a, 5, 0, 5)
 	f.proxy.close()
-	waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable, 30*time.Second)
+	waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	f.waitForCondition("status naming "+a+" stale", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		return strings.Contains(progressing(fw).Message, "cluster "+a+": status stale")
 	})
@@ -677,7 +677,7 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 	}
 
 	f.proxy.open()
-	waitForReady(t, a, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 30*time.Second)
+	waitForReady(t, a, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 30*time.Second)
 	f.rollout(nil)
 }
 
@@ -744,10 +744,10 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 		before := []dep{readDep(f.deployment(f.clusters[0])), readDep(f.deployment(f.clusters[1]))}
 		f.startHub()
 		for _, c := range f.clusters {
-			waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+			waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 		}
 		f.waitForCondition("a round of the new hub", func(fw *fleetv1alpha1.FederatedWorkload) bool {
-			return progressing(fw).Reason == fleetv1alpha1.ReasonRolloutInProgress
+			return progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		})
 		after := readDep(f.deployment(f.clusters[1]))
 		if after.image != "web:1" || !after.paused || after.uid != before[1].uid {
@@ -876,7 +876,7 @@ func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T)
 	})
 	f.setStatus(a, 5, 0, 5)
 	f.proxy.close()
-	mc := waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable, 30*time.Second)
+	mc := waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	notReadySince := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)).LastTransitionTime.Time
 	f.writeDecision(1, b) // what the Placement controller does with a member that is not Ready
 
@@ -960,7 +960,7 @@ func TestFederatedWorkload_JoiningClusterStartsOnTheHeldBackTemplate(t *testing.
 			t.Fatalf("%s joined on the new template or outside the budget (6 units, at least 5): %v; %s: %v", b, db, a, da)
 		}
 		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && db.replicas == 3 &&
-			progressing(fw).Reason == fleetv1alpha1.ReasonRolloutComplete
+			progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete)
 	})
 	for _, c := range f.clusters {
 		if d := readDep(f.deployment(c)); d.image != "web:1" {

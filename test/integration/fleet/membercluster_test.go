@@ -126,16 +126,16 @@ func readyCondition(t *testing.T, name string) (*fleetv1alpha1.MemberCluster, *m
 	return &mc, meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 }
 
-func waitForReady(t *testing.T, name string, status metav1.ConditionStatus, reason string, timeout time.Duration) *fleetv1alpha1.MemberCluster {
+func waitForReady(t *testing.T, name string, status metav1.ConditionStatus, reason fleetv1alpha1.MemberClusterReason, timeout time.Duration) *fleetv1alpha1.MemberCluster {
 	t.Helper()
 	var mc *fleetv1alpha1.MemberCluster
-	eventually(t, timeout, name+" Ready="+string(status)+" "+reason, func() (bool, string) {
+	eventually(t, timeout, name+" Ready="+string(status)+" "+string(reason), func() (bool, string) {
 		var c *metav1.Condition
 		mc, c = readyCondition(t, name)
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		return c.Status == status && c.Reason == reason, string(c.Status) + " " + c.Reason + ": " + c.Message
+		return c.Status == status && c.Reason == string(reason), string(c.Status) + " " + c.Reason + ": " + c.Message
 	})
 	return mc
 }
@@ -146,14 +146,14 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 	cases := []struct {
 		name   string
 		data   map[string][]byte // nil: no Secret at all
-		reason string
+		reason fleetv1alpha1.MemberClusterReason
 	}{
-		{"mc-good", map[string][]byte{"kubeconfig": good}, fleetv1alpha1.ReasonMemberReachable},
-		{"mc-no-secret", nil, fleetv1alpha1.ReasonSecretNotFound},
-		{"mc-no-key", map[string][]byte{"config": good}, fleetv1alpha1.ReasonKubeconfigKeyMissing},
-		{"mc-garbage", map[string][]byte{"kubeconfig": []byte("this is not a kubeconfig: [")}, fleetv1alpha1.ReasonKubeconfigInvalid},
-		{"mc-bad-token", map[string][]byte{"kubeconfig": memberKubeconfig(t, func(a *access) { a.token = "not-a-valid-token" })}, fleetv1alpha1.ReasonMemberUnauthorized},
-		{"mc-unreachable", map[string][]byte{"kubeconfig": memberKubeconfig(t, withServer("127.0.0.1:1"))}, fleetv1alpha1.ReasonMemberUnreachable},
+		{"mc-good", map[string][]byte{"kubeconfig": good}, fleetv1alpha1.MemberClusterReasonReachable},
+		{"mc-no-secret", nil, fleetv1alpha1.MemberClusterReasonSecretNotFound},
+		{"mc-no-key", map[string][]byte{"config": good}, fleetv1alpha1.MemberClusterReasonKubeconfigKeyMissing},
+		{"mc-garbage", map[string][]byte{"kubeconfig": []byte("this is not a kubeconfig: [")}, fleetv1alpha1.MemberClusterReasonKubeconfigInvalid},
+		{"mc-bad-token", map[string][]byte{"kubeconfig": memberKubeconfig(t, func(a *access) { a.token = "not-a-valid-token" })}, fleetv1alpha1.MemberClusterReasonUnauthorized},
+		{"mc-unreachable", map[string][]byte{"kubeconfig": memberKubeconfig(t, withServer("127.0.0.1:1"))}, fleetv1alpha1.MemberClusterReasonUnreachable},
 	}
 	for _, tc := range cases {
 		if tc.data != nil {
@@ -164,7 +164,7 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want := metav1.ConditionFalse
-			if tc.reason == fleetv1alpha1.ReasonMemberReachable {
+			if tc.reason == fleetv1alpha1.MemberClusterReasonReachable {
 				want = metav1.ConditionTrue
 			}
 			mc := waitForReady(t, tc.name, want, tc.reason, 20*time.Second)
@@ -191,7 +191,7 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 		parent.Cleanup(func() { _ = hubEnv.Client.Delete(context.Background(), s) }) // the next subtests use it
-		waitForReady(t, "mc-no-secret", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 10*time.Second)
+		waitForReady(t, "mc-no-secret", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 10*time.Second)
 	})
 	t.Run("a changed kubeconfig replaces the connection", func(t *testing.T) {
 		before, ok := reg.Get("mc-no-secret")
@@ -238,8 +238,8 @@ func TestMemberCluster_StoppedMemberTurnsNotReadyAndBack(t *testing.T) {
 	lbls := map[string]string{"fleet-test": ns}
 	createMemberCluster(t, "stop-a-direct", ns+"-direct", lbls)
 	createMemberCluster(t, "stop-b-proxied", ns+"-proxied", lbls)
-	waitForReady(t, "stop-a-direct", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
-	waitForReady(t, "stop-b-proxied", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+	waitForReady(t, "stop-a-direct", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
+	waitForReady(t, "stop-b-proxied", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 	conn, ok := reg.Get("stop-b-proxied")
 	if !ok {
 		t.Fatal("no connection to stop-b-proxied")
@@ -253,7 +253,7 @@ func TestMemberCluster_StoppedMemberTurnsNotReadyAndBack(t *testing.T) {
 
 	p.close()
 	stopped := time.Now()
-	waitForReady(t, "stop-b-proxied", metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable, 30*time.Second)
+	waitForReady(t, "stop-b-proxied", metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	t.Logf("Ready=False %s after the member stopped answering", time.Since(stopped).Round(100*time.Millisecond))
 	waitForState(t, w, []sliceWant{{1, 0, []string{"stop-a-direct"}}})
 	if again, ok := reg.Get("stop-b-proxied"); !ok || again != conn {
@@ -261,7 +261,7 @@ func TestMemberCluster_StoppedMemberTurnsNotReadyAndBack(t *testing.T) {
 	}
 
 	p.open()
-	waitForReady(t, "stop-b-proxied", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 30*time.Second)
+	waitForReady(t, "stop-b-proxied", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 30*time.Second)
 	waitForState(t, w, []sliceWant{{1, 0, both}})
 	assertNoViolations(t, w)
 }
@@ -381,7 +381,7 @@ func TestMemberCluster_TheHubCachesNoSecret(t *testing.T) {
 	})
 	createSecret(t, "mc-nosecrets", map[string][]byte{"kubeconfig": memberKubeconfig(t, nil)})
 	createMemberCluster(t, "mc-nosecrets", "mc-nosecrets", nil)
-	waitForReady(t, "mc-nosecrets", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+	waitForReady(t, "mc-nosecrets", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 
 	var notCached *cache.ErrResourceNotCached
 	if err := mgr.GetCache().List(ctx, &corev1.SecretList{}); !errors.As(err, &notCached) {
@@ -458,11 +458,11 @@ func TestMemberCluster_AKubeconfigCannotSendTheHubsFiles(t *testing.T) {
 
 	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
 	stop := runManager(t, func(mgr ctrl.Manager) error { return hub.Setup(mgr, reg, testProbes) })
-	mc := waitForReady(t, "mc-tokenfile", metav1.ConditionFalse, fleetv1alpha1.ReasonKubeconfigRejected, 20*time.Second)
+	mc := waitForReady(t, "mc-tokenfile", metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonKubeconfigRejected, 20*time.Second)
 	if c := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)); !strings.Contains(c.Message, `users["m1-admin"].user.tokenFile`) {
 		t.Errorf("the condition does not name the field: %s", c.Message)
 	}
-	waitForMemberEvent(t, "mc-tokenfile", fleetv1alpha1.ReasonKubeconfigRejected, `users["m1-admin"].user.tokenFile`)
+	waitForMemberEvent(t, "mc-tokenfile", fleetv1alpha1.MemberClusterReasonKubeconfigRejected, `users["m1-admin"].user.tokenFile`)
 	stop() // every probe of this hub is over
 	if conns, got := received(); conns != 0 || len(got) != 0 {
 		t.Fatalf("a hub with the default options opened %d connections to the listener and sent %q", conns, got)
@@ -490,7 +490,7 @@ func TestMemberCluster_ARefusedKubeconfigDropsTheConnection(t *testing.T) {
 	reg := runHub(t)
 	createSecret(t, "mc-turns-insecure", map[string][]byte{"kubeconfig": memberKubeconfig(t, nil)})
 	createMemberCluster(t, "mc-turns-insecure", "mc-turns-insecure", nil)
-	waitForReady(t, "mc-turns-insecure", metav1.ConditionTrue, fleetv1alpha1.ReasonMemberReachable, 20*time.Second)
+	waitForReady(t, "mc-turns-insecure", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 	if _, ok := reg.Get("mc-turns-insecure"); !ok {
 		t.Fatal("no connection to mc-turns-insecure")
 	}
@@ -516,14 +516,14 @@ func TestMemberCluster_ARefusedKubeconfigDropsTheConnection(t *testing.T) {
 	if err := hubEnv.Client.Update(context.Background(), &s); err != nil {
 		t.Fatal(err)
 	}
-	mc := waitForReady(t, "mc-turns-insecure", metav1.ConditionFalse, fleetv1alpha1.ReasonKubeconfigRejected, 20*time.Second)
+	mc := waitForReady(t, "mc-turns-insecure", metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonKubeconfigRejected, 20*time.Second)
 	if c := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)); !strings.Contains(c.Message, field) {
 		t.Errorf("the condition does not name %s: %s", field, c.Message)
 	}
 	if _, ok := reg.Get("mc-turns-insecure"); ok {
 		t.Error("the hub kept its connection to a member whose kubeconfig it refuses")
 	}
-	waitForMemberEvent(t, "mc-turns-insecure", fleetv1alpha1.ReasonKubeconfigRejected, field)
+	waitForMemberEvent(t, "mc-turns-insecure", fleetv1alpha1.MemberClusterReasonKubeconfigRejected, field)
 }
 
 // Should a MemberCluster naming a Secret outside the fleet namespace get past
@@ -547,14 +547,14 @@ func TestMemberCluster_ASecretOutsideTheFleetNamespaceIsNeverRead(t *testing.T) 
 			FleetNamespace: elsewhere,
 		}).SetupWithManager(mgr)
 	})
-	mc := waitForReady(t, "mc-other-hubs", metav1.ConditionFalse, fleetv1alpha1.ReasonKubeconfigRejected, 20*time.Second)
+	mc := waitForReady(t, "mc-other-hubs", metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonKubeconfigRejected, 20*time.Second)
 	c := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 	for _, want := range []string{"spec.kubeconfigSecretRef.namespace", `"` + elsewhere + `"`} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("the condition does not name %s: %s", want, c.Message)
 		}
 	}
-	waitForMemberEvent(t, "mc-other-hubs", fleetv1alpha1.ReasonKubeconfigRejected, "spec.kubeconfigSecretRef.namespace")
+	waitForMemberEvent(t, "mc-other-hubs", fleetv1alpha1.MemberClusterReasonKubeconfigRejected, "spec.kubeconfigSecretRef.namespace")
 	if n := reads.Load(); n != 0 {
 		t.Errorf("the controller read the Secret %d times", n)
 	}
@@ -583,16 +583,16 @@ func (c secretReadCounter) Get(ctx context.Context, key client.ObjectKey, obj cl
 
 // waitForMemberEvent waits for an Event about the MemberCluster with the
 // reason and a note containing text.
-func waitForMemberEvent(t *testing.T, mc, reason, text string) {
+func waitForMemberEvent(t *testing.T, mc string, reason fleetv1alpha1.MemberClusterReason, text string) {
 	t.Helper()
-	eventually(t, 20*time.Second, "an Event "+reason+" on "+mc, func() (bool, string) {
+	eventually(t, 20*time.Second, "an Event "+string(reason)+" on "+mc, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := hubEnv.Client.List(context.Background(), &list); err != nil {
 			return false, err.Error()
 		}
 		var notes []string
 		for _, e := range list.Items {
-			if e.Regarding.Kind != "MemberCluster" || e.Regarding.Name != mc || e.Reason != reason {
+			if e.Regarding.Kind != "MemberCluster" || e.Regarding.Name != mc || e.Reason != string(reason) {
 				continue
 			}
 			if strings.Contains(e.Note, text) {

@@ -136,7 +136,7 @@ func (f *fedFleet) waitForConflict(c, want, other string) {
 	fw := f.waitForCondition("the conflict in "+c+" reported", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		e := clusterStatus(fw, c)
 		return e != nil && strings.HasPrefix(e.Waiting, "Conflict:") &&
-			progressing(fw).Reason == fleetv1alpha1.ReasonMemberObjectConflict && readDep(f.deployment(other)).replicas == share
+			progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict) && readDep(f.deployment(other)).replicas == share
 	})
 	e := clusterStatus(fw, c)
 	if e.Waiting != want {
@@ -236,12 +236,12 @@ func TestFederatedWorkload_ForeignObjectIsLeftAloneAndReported(t *testing.T) {
 	f.assertUntouched(a, foreign)
 
 	// Reported once: many rounds have run since the conflict was found.
-	if evs := f.events(fleetv1alpha1.ReasonMemberObjectConflict); len(evs) != 1 || evs[0].Type != corev1.EventTypeWarning ||
+	if evs := f.events(string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict)); len(evs) != 1 || evs[0].Type != corev1.EventTypeWarning ||
 		evs[0].Series != nil || !strings.Contains(evs[0].Note, "cluster "+a+": Conflict: Deployment") {
-		t.Errorf("want one Warning Event %s naming %s, recorded once: %+v", fleetv1alpha1.ReasonMemberObjectConflict, a, evs)
+		t.Errorf("want one Warning Event %s naming %s, recorded once: %+v", string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict), a, evs)
 	}
 	cells, byDefault := f.printed()
-	if cells["Progressing"] != fleetv1alpha1.ReasonMemberObjectConflict || !byDefault["Progressing"] {
+	if cells["Progressing"] != string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict) || !byDefault["Progressing"] {
 		t.Errorf("kubectl get shows Progressing %q (a default column: %t)", cells["Progressing"], byDefault["Progressing"])
 	}
 	if !strings.Contains(cells["Waiting"], "member object conflict in cluster "+a) {

@@ -87,9 +87,9 @@ func setReady(t *testing.T, name string, ready bool) {
 	if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err != nil {
 		t.Fatal(err)
 	}
-	c := metav1.Condition{Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMemberReachable}
+	c := metav1.Condition{Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.MemberClusterReasonReachable)}
 	if !ready {
-		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonMemberUnreachable
+		c.Status, c.Reason = metav1.ConditionFalse, string(fleetv1alpha1.MemberClusterReasonUnreachable)
 	}
 	meta.SetStatusCondition(&mc.Status.Conditions, c)
 	if err := hubEnv.Client.Status().Update(context.Background(), &mc); err != nil {

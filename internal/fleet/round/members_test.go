@@ -1,4 +1,4 @@
-package federatedworkload
+package round
 
 import (
 	"slices"
@@ -40,16 +40,16 @@ func TestLostFor_CountsFromTheReadyTransition(t *testing.T) {
 }
 
 func TestOthersGrown_OnlyWhenEveryStayingMemberIsCurrentAndFull(t *testing.T) {
-	full := memberView{Name: "a", Desired: 6, Target: 6, Status: align.Status{Replicas: 6, Available: 6}}
+	full := MemberView{Name: "a", Desired: 6, Target: 6, Status: align.Status{Replicas: 6, Available: 6}}
 	cases := []struct {
 		name  string
-		views []memberView
+		views []MemberView
 		want  bool
 	}{
-		{"all grown", []memberView{full}, true},
-		{"one short", []memberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 3}}}, false},
-		{"one not yet at its share", []memberView{full, {Name: "b", Desired: 3, Target: 4, Status: align.Status{Replicas: 3, Available: 3}}}, false},
-		{"one stale", []memberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 4}, Reach: align.Stale}}, false},
+		{"all grown", []MemberView{full}, true},
+		{"one short", []MemberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 3}}}, false},
+		{"one not yet at its share", []MemberView{full, {Name: "b", Desired: 3, Target: 4, Status: align.Status{Replicas: 3, Available: 3}}}, false},
+		{"one stale", []MemberView{full, {Name: "b", Desired: 4, Target: 4, Status: align.Status{Replicas: 4, Available: 4}, Reach: align.Stale}}, false},
 		{"nobody stays", nil, true},
 	}
 	for _, c := range cases {
@@ -120,8 +120,7 @@ func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Now: func() time.Time { return now }}
-	got := r.dividedClusters(&fleetv1alpha1.FederatedWorkload{}, []string{"placed"}, sel.Eligible, entries, mcs)
+	got := dividedClusters(&fleetv1alpha1.FederatedWorkload{}, []string{"placed"}, sel.Eligible, entries, mcs, now)
 	if want := []string{"back", "blinking", "placed"}; !slices.Equal(got, want) {
 		t.Errorf("divided over %v, want %v", got, want)
 	}

@@ -1,4 +1,4 @@
-package federatedworkload
+package round
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package federatedworkload
+package round
 
 import (
 	"fmt"
@@ -16,24 +16,6 @@ const maxWaitsInMessage = 5
 // maxWaiting is the longest status.clusters[].waiting (the CRD's maxLength).
 const maxWaiting = 256
 
-// memberView is one member as the round saw it.
-type memberView struct {
-	Name string
-	// Desired is what the member object holds (spec.replicas), Target its
-	// share under the division now; shares move within the rollout budgets.
-	Desired, Target int32
-	Status          align.Status
-	Reach           align.Reach
-	// Leaving: the cluster left the placement; its units move to the others.
-	Leaving bool
-	// StillActing is what the member may act on besides the grant this round
-	// wrote (align.StillActing).
-	StillActing *align.Grant
-	// Conflict says why the object under the workload's name in the member is
-	// not the workload's (conflictOf); "" when it is, or there is none.
-	Conflict string
-}
-
 // summary is the status a round reports.
 type summary struct {
 	Clusters                     []fleetv1alpha1.FederatedClusterStatus
@@ -43,7 +25,7 @@ type summary struct {
 
 // summarize turns the round's view and plan into status: per-member counts and
 // grants, global sums, and conditions naming what the rollout waits for.
-func summarize(unit string, replicas int32, paused bool, views []memberView, plan align.Plan) summary {
+func summarize(unit string, replicas int32, paused bool, views []MemberView, plan align.Plan) summary {
 	grants := make(map[string]align.MemberPlan, len(plan.Members))
 	for _, mp := range plan.Members {
 		grants[mp.Name] = mp
@@ -79,38 +61,38 @@ func summarize(unit string, replicas int32, paused bool, views []memberView, pla
 		waits = append(waits, fmt.Sprintf("%s stay on the old revision: no Deployment member's whole share fits the partition", plural(plan.WholeShareShortfall, unit)))
 	}
 
-	avail := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadAvailable), Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonMinimumAvailable,
+	avail := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadAvailable), Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.FederatedWorkloadReasonMinimumAvailable),
 		Message: fmt.Sprintf("%d of %d %ss available, at least %d needed", s.Available, replicas, unit, max(0, replicas-plan.MaxUnavailable))}
 	if s.Available < replicas-plan.MaxUnavailable {
-		avail.Status, avail.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonBelowMinimum
+		avail.Status, avail.Reason = metav1.ConditionFalse, string(fleetv1alpha1.FederatedWorkloadReasonBelowMinimumAvailable)
 	}
-	prog := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonRolloutComplete,
+	prog := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse, Reason: string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete),
 		Message: fmt.Sprintf("%d of %d %ss updated; nothing left to do", s.Updated, replicas, unit)}
 	switch {
 	case len(conflicts) > 0:
 		// Before paused: nothing but a person can clear it, and no rollout
 		// completes until then.
-		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonMemberObjectConflict
+		prog.Status, prog.Reason = metav1.ConditionFalse, string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict)
 		prog.Message = fmt.Sprintf("member object conflict in %s: an object not managed by this workload holds its name there "+
 			"(delete it, or label it as status.clusters[].waiting says to hand it over); %d of %d %ss updated; waiting for %s",
 			clusterList(conflicts), s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the conflicts"))
 	case paused:
-		prog.Status, prog.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonRolloutPaused
+		prog.Status, prog.Reason = metav1.ConditionFalse, string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused)
 		prog.Message = "paused: " + waitsMessage(waits, "no member is waiting")
 	case !plan.Done || leaving || plan.SharesHeld > 0:
-		prog.Status, prog.Reason = metav1.ConditionTrue, fleetv1alpha1.ReasonRolloutInProgress
+		prog.Status, prog.Reason = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for %s", s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the members to act on their grants"))
 	}
-	pause := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadPaused), Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonRolloutResumed, Message: "spec.rolloutStrategy.paused is false"}
+	pause := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadPaused), Status: metav1.ConditionFalse, Reason: string(fleetv1alpha1.FederatedWorkloadReasonRolloutNotPaused), Message: "spec.rolloutStrategy.paused is false"}
 	if paused {
-		pause.Status, pause.Reason, pause.Message = metav1.ConditionTrue, fleetv1alpha1.ReasonRolloutPaused, "spec.rolloutStrategy.paused is true: no member starts a new replacement"
+		pause.Status, pause.Reason, pause.Message = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused), "spec.rolloutStrategy.paused is true: no member starts a new replacement"
 	}
 	s.Conditions = []metav1.Condition{avail, prog, pause}
 	return s
 }
 
 // waitOf is what the member holds the rollout up with, "" when nothing.
-func waitOf(unit string, v memberView, mp align.MemberPlan) string {
+func waitOf(unit string, v MemberView, mp align.MemberPlan) string {
 	switch {
 	case v.Conflict != "":
 		return v.Conflict
@@ -179,8 +161,4 @@ func apiGrantOrNil(g *align.Grant) *fleetv1alpha1.MemberGrant {
 	}
 	out := apiGrant(*g)
 	return &out
-}
-
-func alignGrant(g fleetv1alpha1.MemberGrant) align.Grant {
-	return align.Grant{Started: g.Started, Partition: g.Partition, MaxUnavailable: g.MaxUnavailable, MaxSurge: g.MaxSurge, Paused: g.Paused}
 }

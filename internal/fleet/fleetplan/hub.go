@@ -1,0 +1,238 @@
+package fleetplan
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
+	"github.com/lockstep-dev/lockstep/internal/fleet/round"
+)
+
+// epoch is the simulated clock's start; a round is one start-up time later
+// than the one before.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// hub is the hub as the simulation plays it: the FederatedWorkload (its
+// status is what the last round wrote), what places it, and the members.
+type hub struct {
+	in Input
+	// placed are the clusters the placement's decisions hold now.
+	placed    []string
+	fw        *fleetv1alpha1.FederatedWorkload
+	placement *fleetv1alpha1.Placement
+	sets      []fleetv1alpha1.MemberClusterSet
+	bindings  []fleetv1alpha1.MemberClusterSetBinding
+	clusters  []fleetv1alpha1.MemberCluster
+	members   []*fleetsim.Member
+	byName    map[string]*fleetsim.Member
+	rounds    int
+}
+
+func newHub(in Input) *hub {
+	h := &hub{in: in, byName: map[string]*fleetsim.Member{}}
+	h.placement, h.sets, h.bindings = in.Placement, in.Sets, in.Bindings
+	if h.placement == nil {
+		h.placement, h.sets, h.bindings = defaultPlacement(workload(in.Workload, 0))
+	}
+	all := slices.Clone(in.Clusters)
+	for _, c := range in.Before {
+		if !slices.ContainsFunc(all, func(x Cluster) bool { return x.Name == c.Name }) {
+			all = append(all, c)
+		}
+	}
+	slices.SortFunc(all, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range all {
+		h.clusters = append(h.clusters, fleetv1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels},
+			Status: fleetv1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{
+				Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.MemberClusterReasonReachable),
+			}}},
+		})
+		m := fleetsim.NewMember(c.Name)
+		h.members = append(h.members, m)
+		h.byName[c.Name] = m
+	}
+	return h
+}
+
+// workload is fw as the hub would read it: in a namespace, at a generation.
+func workload(fw *fleetv1alpha1.FederatedWorkload, generation int64) *fleetv1alpha1.FederatedWorkload {
+	w := fw.DeepCopy()
+	if w.Namespace == "" {
+		w.Namespace = metav1.NamespaceDefault
+	}
+	w.Generation = generation
+	return w
+}
+
+// rest brings the members to rest on from: rounds of the hub on a new
+// workload, each followed by the members acting on it, until its planner says
+// done and the round moved nothing.
+func (h *hub) rest(from *fleetv1alpha1.FederatedWorkload) error {
+	h.fw = workload(from, 1)
+	h.place(h.in.Before)
+	for range maxSetupRounds {
+		before := h.state()
+		out, err := h.round()
+		if err != nil {
+			return err
+		}
+		if err := h.act(); err != nil {
+			return err
+		}
+		h.settle()
+		if out.Plan.Done && h.state() == before {
+			return nil
+		}
+	}
+	return fmt.Errorf("the members did not come to rest on the current FederatedWorkload in %d rounds", maxSetupRounds)
+}
+
+// change is the user's edit: the workload after it, with the status the hub
+// wrote last and the next generation.
+func (h *hub) change(to *fleetv1alpha1.FederatedWorkload) {
+	var st fleetv1alpha1.FederatedWorkloadStatus
+	gen := int64(1)
+	if h.fw != nil {
+		st, gen = h.fw.Status, h.fw.Generation+1
+	}
+	h.fw = workload(to, gen)
+	h.fw.Status = st
+	h.place(nil)
+}
+
+// place makes the placement's decisions hold clusters (nil: Input.Clusters);
+// the others no longer match it.
+func (h *hub) place(clusters []Cluster) {
+	if clusters == nil {
+		clusters = h.in.Clusters
+	}
+	h.placed = nil
+	for _, c := range clusters {
+		h.placed = append(h.placed, c.Name)
+	}
+	slices.Sort(h.placed)
+	for i := range h.clusters {
+		mc := &h.clusters[i]
+		if slices.Contains(h.placed, mc.Name) {
+			delete(mc.Labels, leftLabel)
+		} else if h.in.Before != nil {
+			mc.Labels = merged(mc.Labels, map[string]string{leftLabel: "true"})
+		}
+	}
+}
+
+func merged(into, from map[string]string) map[string]string {
+	out := make(map[string]string, len(into)+len(from))
+	maps.Copy(out, into)
+	maps.Copy(out, from)
+	return out
+}
+
+// round runs one round of the hub, reading every member, and delivers its
+// writes: the status it computes is the workload's from now on.
+func (h *hub) round() (round.Output, error) {
+	in := round.Input{
+		Workload: h.fw, Placement: h.placement, Sets: h.sets, Bindings: h.bindings, MemberClusters: h.clusters,
+		Now: epoch.Add(time.Duration(h.rounds) * h.in.Startup), RolloutPoll: h.in.Startup, Resync: h.in.Startup,
+	}
+	h.rounds++
+	in.Placed = h.placed
+	reads := round.ReadsOf(in)
+	in.Members = make(map[string]round.Observed, len(reads.Clusters))
+	for _, name := range reads.Clusters {
+		m := h.byName[name]
+		obs := round.Observed{Read: true, Object: m.Get()}
+		if reads.ReplicaSets && obs.Object != nil {
+			obs.ReplicaSets, obs.ReplicaSetsRead = m.ReplicaSets(), true
+		}
+		in.Members[name] = obs
+	}
+	out := round.Plan(in)
+	if out.Stuck != "" {
+		return out, fmt.Errorf("the hub cannot plan a round: %s", progressingMessage(out.Status))
+	}
+	if len(out.Unwritable) > 0 {
+		return out, fmt.Errorf("the hub cannot build member objects: %s", strings.Join(out.Unwritable, "; "))
+	}
+	for _, m := range h.members {
+		m.Received = nil
+	}
+	for _, w := range out.Writes {
+		if err := h.deliver(w); err != nil {
+			return out, err
+		}
+	}
+	if h.in.OnRound != nil {
+		rd := Round{In: in, Out: out, Received: map[string][]fleetsim.Request{}}
+		for _, m := range h.members {
+			if len(m.Received) > 0 {
+				rd.Received[m.Name] = m.Received
+			}
+		}
+		h.in.OnRound(rd)
+	}
+	h.fw.Status = out.Status
+	return out, nil
+}
+
+// deliver makes one write of the hub to its member, as the hub's controller
+// does.
+func (h *hub) deliver(w round.Write) error {
+	m := h.byName[w.Cluster]
+	if m == nil {
+		return fmt.Errorf("a write to %s, which is no member", w.Cluster)
+	}
+	switch w.Op {
+	case round.Create:
+		return m.Create(w.Object)
+	case round.Apply:
+		return m.Apply(w.Object)
+	case round.Delete:
+		return m.Delete(w.Object, w.UID, w.ResourceVersion)
+	}
+	return fmt.Errorf("cluster %s: unknown write %q", w.Cluster, w.Op)
+}
+
+// act runs each member's controller once.
+func (h *hub) act() error {
+	for _, m := range h.members {
+		if err := m.Act(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle lets a start-up time pass: units start and go, and every member
+// reports its status.
+func (h *hub) settle() {
+	for _, m := range h.members {
+		m.Settle()
+		m.Report()
+	}
+}
+
+// state is every member's units and spec, to tell whether a wave moved.
+func (h *hub) state() string {
+	var b strings.Builder
+	for _, m := range h.members {
+		b.WriteString(m.State())
+	}
+	return b.String()
+}
+
+func progressingMessage(st fleetv1alpha1.FederatedWorkloadStatus) string {
+	for _, c := range st.Conditions {
+		if c.Type == string(fleetv1alpha1.FederatedWorkloadProgressing) {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}

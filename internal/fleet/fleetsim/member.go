@@ -1,0 +1,347 @@
+package fleetsim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
+)
+
+// Member plays one member cluster in an offline fleet rollout: its apiserver,
+// holding the workload's member object (and a Deployment's ReplicaSets) and
+// taking the hub's writes by the apiserver's rules, and the object's own
+// controller, which replaces units with the single-cluster planner
+// (rollout.PlanLevel): a Deployment within the maxUnavailable and maxSurge
+// its object holds (frozen while paused: it only scales), a StatefulSet or a
+// PodCliqueSet one unit at a time above its partition. Units are
+// pods, or PodCliqueSet replicas; each is made from the pod template its
+// object held then, named by the fleet.lockstep.dev/template-revision
+// annotation.
+type Member struct {
+	Name string
+	obj  *unstructured.Unstructured
+	// units are the object's units; they outlive a deleted object until
+	// Settle (the garbage collector deletes them in the background).
+	units []rollout.Unit
+	// current is the revision a partitioned member makes units below its
+	// partition at (a StatefulSet's currentRevision): the revision every unit
+	// last ran.
+	current string
+	// scaled is the replicas a frozen Deployment last scaled to: like the
+	// Deployment controller, it acts only on a change of replicas.
+	scaled int32
+	// revisions number the pod templates a Deployment ran, as its
+	// ReplicaSets' deployment.kubernetes.io/revision does.
+	revisions     map[string]int
+	uids, version int
+	// Received are the requests the member got, in order; the caller may
+	// clear it.
+	Received []Request
+}
+
+// Request is one write a member received.
+type Request struct {
+	Op string
+	// Object is what was sent (Create, Apply), or, for a Delete, its kind,
+	// namespace and name.
+	Object *unstructured.Unstructured
+	// UID and ResourceVersion are a Delete's preconditions.
+	UID             types.UID
+	ResourceVersion string
+}
+
+// Requests a Member takes.
+const (
+	OpCreate = "Create"
+	OpApply  = "Apply"
+	OpDelete = "Delete"
+)
+
+// deploymentRevision is the annotation a Deployment and its ReplicaSets
+// number their pod templates with.
+const deploymentRevision = "deployment.kubernetes.io/revision"
+
+// NewMember is a member cluster holding no member object.
+func NewMember(name string) *Member {
+	return &Member{Name: name, revisions: map[string]int{}}
+}
+
+// Get is the member object as a read returns it, nil when there is none.
+func (m *Member) Get() *unstructured.Unstructured {
+	if m.obj == nil {
+		return nil
+	}
+	return m.obj.DeepCopy()
+}
+
+// Create makes the member object; it fails when one exists.
+func (m *Member) Create(obj *unstructured.Unstructured) error {
+	m.Received = append(m.Received, Request{Op: OpCreate, Object: obj.DeepCopy()})
+	if m.obj != nil {
+		return fmt.Errorf("member %s: create %s: already exists", m.Name, obj.GetName())
+	}
+	m.uids++
+	o := obj.DeepCopy()
+	o.SetUID(types.UID(fmt.Sprintf("%s-uid-%d", m.Name, m.uids)))
+	o.SetGeneration(1)
+	m.obj = o
+	m.bump()
+	m.current = revisionOf(o)
+	return nil
+}
+
+// Apply takes the hub's fields by server-side apply to the object obj's UID
+// names: its spec, and the labels and annotations it sends (others stay).
+// It fails when there is no object or another one holds the name.
+func (m *Member) Apply(obj *unstructured.Unstructured) error {
+	m.Received = append(m.Received, Request{Op: OpApply, Object: obj.DeepCopy()})
+	switch {
+	case m.obj == nil:
+		return fmt.Errorf("member %s: apply %s: not found", m.Name, obj.GetName())
+	case obj.GetUID() != m.obj.GetUID():
+		return fmt.Errorf("member %s: apply %s: uid %s, the object's is %s", m.Name, obj.GetName(), obj.GetUID(), m.obj.GetUID())
+	}
+	o := m.obj.DeepCopy()
+	o.SetLabels(merged(o.GetLabels(), obj.GetLabels()))
+	o.SetAnnotations(merged(o.GetAnnotations(), obj.GetAnnotations()))
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	if !equality.Semantic.DeepEqual(o.Object["spec"], any(spec)) {
+		o.Object["spec"] = spec
+		o.SetGeneration(o.GetGeneration() + 1)
+	}
+	m.obj = o
+	m.bump()
+	return nil
+}
+
+// Delete deletes the member object when it still is the one of uid and
+// resourceVersion; its units go in the background.
+func (m *Member) Delete(obj *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
+	m.Received = append(m.Received, Request{Op: OpDelete, Object: obj.DeepCopy(), UID: uid, ResourceVersion: resourceVersion})
+	switch {
+	case m.obj == nil:
+		return fmt.Errorf("member %s: delete %s: not found", m.Name, obj.GetName())
+	case m.obj.GetUID() != uid || m.obj.GetResourceVersion() != resourceVersion:
+		return fmt.Errorf("member %s: delete %s: precondition failed (uid %s, resourceVersion %s; the object's %s, %s)",
+			m.Name, obj.GetName(), uid, resourceVersion, m.obj.GetUID(), m.obj.GetResourceVersion())
+	}
+	m.obj = nil
+	for i := range m.units {
+		m.units[i].Terminating, m.units[i].Ready, m.units[i].Available = true, false, false
+	}
+	return nil
+}
+
+func (m *Member) bump() {
+	m.version++
+	m.obj.SetResourceVersion(strconv.Itoa(m.version))
+}
+
+// Act runs one pass of the object's controller: deletes, then creates (new
+// units start unavailable).
+func (m *Member) Act() error {
+	p, ok := m.policy()
+	if !ok {
+		return nil
+	}
+	plan, err := rollout.PlanLevel(p, m.units)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", m.Name, err)
+	}
+	for _, d := range plan.Deletes {
+		for i := range m.units {
+			if m.units[i].Index == d.Index && !m.units[i].Terminating {
+				m.units[i].Terminating, m.units[i].Available, m.units[i].Ready = true, false, false
+			}
+		}
+	}
+	for _, c := range plan.Creates {
+		m.units = append(m.units, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
+	}
+	return nil
+}
+
+// policy is what the object tells its controller, read as that controller
+// reads it; false when a frozen Deployment has nothing to do.
+func (m *Member) policy() (rollout.Policy, bool) {
+	if m.obj == nil {
+		return rollout.Policy{}, false
+	}
+	kind, _ := member.KindOf(m.obj.GetAPIVersion(), m.obj.GetKind())
+	replicas := int32(intField(m.obj, "spec", "replicas"))
+	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: replicas, UpdateRevision: revisionOf(m.obj),
+		CurrentRevision: m.current, UpdateOrder: rollout.LowestIndexFirst, ScaleIn: rollout.HighestIndexFirst}
+	switch kind {
+	case member.Deployment:
+		if paused, _, _ := unstructured.NestedBool(m.obj.Object, "spec", "paused"); paused {
+			// Paused: no replacement, but it scales, new units on the
+			// template it holds.
+			if replicas == m.scaled {
+				return p, false
+			}
+			p.Type = v1alpha1.OnDeleteStrategyType
+			break
+		}
+		p.MaxUnavailable = intOrString(m.obj, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+		p.MaxSurge = intOrString(m.obj, "spec", "strategy", "rollingUpdate", "maxSurge")
+	default:
+		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(1), intstr.FromInt32(0)
+		p.Partition = int32(intField(m.obj, "spec", "updateStrategy", "rollingUpdate", "partition"))
+	}
+	m.scaled = replicas
+	return p, true
+}
+
+// Settle lets terminating units go and new units become available.
+func (m *Member) Settle() {
+	m.units = slices.DeleteFunc(m.units, func(u rollout.Unit) bool { return u.Terminating })
+	for i := range m.units {
+		m.units[i].Ready, m.units[i].Available = true, true
+	}
+}
+
+// Report writes the object's status from its units, as its controller
+// would, having observed its generation. A member whose every unit runs the
+// object's revision takes it as its current revision.
+func (m *Member) Report() {
+	if m.obj == nil {
+		return
+	}
+	rev := revisionOf(m.obj)
+	c := m.Count(rev)
+	_ = unstructured.SetNestedField(m.obj.Object, map[string]any{
+		"observedGeneration": m.obj.GetGeneration(),
+		"replicas":           int64(c.Replicas), "updatedReplicas": int64(c.Updated), "readyReplicas": int64(c.Available),
+		"availableReplicas": int64(c.Available), "terminatingReplicas": int64(c.Terminating),
+	}, "status")
+	if c.Updated == c.Replicas && c.Terminating == 0 {
+		m.current = rev
+	}
+	if m.obj.GetKind() == string(member.Deployment) {
+		if _, ok := m.revisions[rev]; !ok {
+			m.revisions[rev] = len(m.revisions) + 1
+		}
+		m.obj.SetAnnotations(merged(m.obj.GetAnnotations(), map[string]string{deploymentRevision: strconv.Itoa(m.revisions[rev])}))
+	}
+}
+
+// ReplicaSets are a Deployment member's ReplicaSets, one per revision its
+// units run and one for the template it holds, each owned by the
+// Deployment and as settled as its units.
+func (m *Member) ReplicaSets() []unstructured.Unstructured {
+	if m.obj == nil || m.obj.GetKind() != string(member.Deployment) {
+		return nil
+	}
+	revs := []string{revisionOf(m.obj)}
+	for _, u := range m.units {
+		if !slices.Contains(revs, u.Revision) {
+			revs = append(revs, u.Revision)
+		}
+	}
+	var out []unstructured.Unstructured
+	for _, rev := range revs {
+		c := m.Count(rev)
+		rs := unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "ReplicaSet",
+			"spec":   map[string]any{"replicas": int64(c.Updated)},
+			"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(c.Updated), "availableReplicas": int64(c.UpdatedAvailable)},
+		}}
+		rs.SetNamespace(m.obj.GetNamespace())
+		rs.SetName(m.obj.GetName() + "-" + rev)
+		rs.SetGeneration(1)
+		rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: m.obj.GetName(), UID: m.obj.GetUID()}})
+		if n, ok := m.revisions[rev]; ok {
+			rs.SetAnnotations(map[string]string{deploymentRevision: strconv.Itoa(n)})
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// Counts are a member's units: Replicas live (not terminating), Terminating,
+// Available among the live, Updated the live ones of a revision and
+// UpdatedAvailable those of them available.
+type Counts struct {
+	Replicas, Terminating, Available, Updated, UpdatedAvailable int32
+}
+
+// Count counts the member's units, Updated those of revision rev.
+func (m *Member) Count(rev string) Counts {
+	var c Counts
+	for _, u := range m.units {
+		if u.Terminating {
+			c.Terminating++
+			continue
+		}
+		c.Replicas++
+		if u.Available {
+			c.Available++
+		}
+		if u.Revision == rev {
+			c.Updated++
+			if u.Available {
+				c.UpdatedAvailable++
+			}
+		}
+	}
+	return c
+}
+
+// State is the member's units and object spec: two equal states mean
+// nothing moved.
+func (m *Member) State() string {
+	var spec any
+	if m.obj != nil {
+		spec = m.obj.Object["spec"]
+	}
+	return fmt.Sprint(m.units, spec)
+}
+
+func revisionOf(obj *unstructured.Unstructured) string {
+	return obj.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision]
+}
+
+func merged(into, from map[string]string) map[string]string {
+	out := maps.Clone(into)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, from)
+	return out
+}
+
+func intField(obj *unstructured.Unstructured, path ...string) int64 {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+// intOrString reads an int-or-percent field as the object's controller does.
+func intOrString(obj *unstructured.Unstructured, path ...string) intstr.IntOrString {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	switch x := v.(type) {
+	case string:
+		return intstr.FromString(x)
+	case int64:
+		return intstr.FromInt32(int32(x))
+	case float64:
+		return intstr.FromInt32(int32(x))
+	}
+	return intstr.IntOrString{}
+}
