@@ -26,6 +26,16 @@ var (
 	DefaultMaxSurge = intstr.FromInt32(limit.DefaultMaxSurge)
 )
 
+// DesiredReplicas is spec.replicas with its default applied: the count every
+// reader that may see an object not yet defaulted (the plan, the plugin, the
+// monitor) takes as desired.
+func (s *PodCliqueSetSpec) DesiredReplicas() int32 {
+	if s.Replicas == nil {
+		return DefaultReplicas
+	}
+	return *s.Replicas
+}
+
 // Default fills in every unset field of a PodCliqueSet that has a default and
 // rewrites the RollingRecreate synonym to RollingUpdate. It never fails: invalid
 // values are left for validation to report.

@@ -201,22 +201,15 @@ func (o *planOptions) nothingToRoll(in planview.Input, stdout, stderr io.Writer)
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s: %s (%s)\n", in.Name, msg, in.ToRevision.Name)
-		if replicasOf(in.From) != replicasOf(in.To) {
+		if in.From.DesiredReplicas() != in.To.DesiredReplicas() {
 			fmt.Fprintf(stdout, "replicas %d → %d: a replicas change scales in place and starts no rollout\n",
-				replicasOf(in.From), replicasOf(in.To))
+				in.From.DesiredReplicas(), in.To.DesiredReplicas())
 		}
 	}
 	if o.svg != "" {
 		fmt.Fprintf(stderr, "lockstep plan: nothing to roll, %s not written\n", o.svg)
 	}
 	return exitOK
-}
-
-func replicasOf(spec *v1alpha1.PodCliqueSetSpec) int32 {
-	if spec.Replicas == nil {
-		return v1alpha1.DefaultReplicas
-	}
-	return *spec.Replicas
 }
 
 // input checks the flags, reads both manifests and validates them.

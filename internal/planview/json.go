@@ -124,7 +124,7 @@ type SampleDoc struct {
 // NewDocument builds the JSON form of p.
 func NewDocument(p *Plan) Document {
 	d := Document{
-		Spec: SpecDoc{Name: p.Name, Strategy: string(p.strategy()), FromReplicas: replicas(p.From), Replicas: replicas(p.To),
+		Spec: SpecDoc{Name: p.Name, Strategy: string(p.strategy()), FromReplicas: p.From.DesiredReplicas(), Replicas: p.To.DesiredReplicas(),
 			FromRevision: p.FromRevision.Name, ToRevision: p.ToRevision.Name,
 			StartupSeconds: seconds(p.Startup), Jitter: p.Jitter, Seed: p.Seed, GraceSeconds: seconds(p.Grace),
 			Roles: []RoleDoc{}, Faults: []FaultDoc{}},

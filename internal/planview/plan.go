@@ -126,14 +126,6 @@ func roles(in Input) []Role {
 	return out
 }
 
-// replicas is the number of PodCliqueSet replicas of spec.
-func replicas(spec *v1alpha1.PodCliqueSetSpec) int32 {
-	if spec.Replicas == nil {
-		return v1alpha1.DefaultReplicas
-	}
-	return *spec.Replicas
-}
-
 // role returns the role named name, or nil.
 func (p *Plan) role(name string) *Role {
 	for i := range p.Roles {
@@ -146,14 +138,14 @@ func (p *Plan) role(name string) *Role {
 
 // total is how many units of r exist over all PodCliqueSet replicas once the
 // rollout is done.
-func (p *Plan) total(r *Role) int32 { return replicas(p.To) * r.Units }
+func (p *Plan) total(r *Role) int32 { return p.To.DesiredReplicas() * r.Units }
 
 // initial is the steady state before time zero: every unit of From available,
 // and updated when its template does not change.
 func (p *Plan) initial() simulate.Sample {
 	s := simulate.Sample{At: 0}
 	for _, r := range p.Roles {
-		avail := replicas(p.From) * r.FromUnits
+		avail := p.From.DesiredReplicas() * r.FromUnits
 		var updated int32
 		if !r.Changed() {
 			updated = avail

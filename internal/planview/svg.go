@@ -107,7 +107,7 @@ func (c *chart) title() string {
 
 func (c *chart) subtitle() string {
 	p := c.p
-	s := fmt.Sprintf("%s, %s; pods ready after %s", p.strategy(), plural(int(replicas(p.To)), "replica"), p.Startup)
+	s := fmt.Sprintf("%s, %s; pods ready after %s", p.strategy(), plural(int(p.To.DesiredReplicas()), "replica"), p.Startup)
 	if p.Jitter > 0 {
 		s += " ± " + percent(p.Jitter)
 	}
@@ -200,7 +200,7 @@ func (c *chart) panel(b *bytes.Buffer, i int) {
 	top := c.panelTop(i)
 	bottom := top + svgPanel
 	desired := p.total(&r)
-	yMax := max(desired, replicas(p.From)*r.FromUnits, 1)
+	yMax := max(desired, p.From.DesiredReplicas()*r.FromUnits, 1)
 	for _, s := range c.samples {
 		if rs, ok := sampleOf(s, r.Name); ok {
 			yMax = max(yMax, rs.Available, rs.Updated)

@@ -92,7 +92,7 @@ func (t *textWriter) header() {
 	p := t.p
 	t.printf("lockstep plan: PodCliqueSet %s\n", p.Name)
 	t.field("revisions", fmt.Sprintf("%s (old) → %s (new)", p.FromRevision.Name, p.ToRevision.Name))
-	from, to := replicas(p.From), replicas(p.To)
+	from, to := p.From.DesiredReplicas(), p.To.DesiredReplicas()
 	reps := plural(int(to), "PodCliqueSet replica")
 	if from != to {
 		reps = fmt.Sprintf("%d → %d PodCliqueSet replicas (scaled in place, not rolled)", from, to)
@@ -119,7 +119,7 @@ func (p *Plan) strategyText() string {
 	case v1alpha1.ReplicaRecreateStrategyType:
 		u, sg := s.UpdateStrategy.RollingUpdate.Limits()
 		text = fmt.Sprintf("ReplicaRecreate: whole PodCliqueSet replicas are deleted and recreated, "+
-			"at most %s unavailable and %s extra at once", limitText(u, replicas(s), limit.Down), limitText(sg, replicas(s), limit.Up))
+			"at most %s unavailable and %s extra at once", limitText(u, s.DesiredReplicas(), limit.Down), limitText(sg, s.DesiredReplicas(), limit.Up))
 	case v1alpha1.OnDeleteStrategyType:
 		text = "OnDelete: nothing is deleted for an update; a unit moves to the new revision " +
 			"only when someone deletes it"
@@ -591,7 +591,7 @@ func (p *Plan) pods(spec *v1alpha1.PodCliqueSetSpec) int32 {
 			n += c.Replicas
 		}
 	}
-	return n * replicas(spec)
+	return n * spec.DesiredReplicas()
 }
 
 func pluralWord(n int, noun string) string {
@@ -627,7 +627,7 @@ func (p *Plan) completeText() string {
 		return fmt.Sprintf("Every unit runs %s.", p.ToRevision.Name)
 	}
 	part := *ru.Partition
-	if part >= replicas(p.To) {
+	if part >= p.To.DesiredReplicas() {
 		return fmt.Sprintf("Held at partition %d: every replica keeps %s; lower the partition to update.", part, p.FromRevision.Name)
 	}
 	return fmt.Sprintf("Held at partition %d: replicas %d and up run %s, replicas below %d keep %s; lower the partition to go on.",

@@ -395,7 +395,7 @@ func (r *replica) setRevisions() []string {
 // every unit on the newest revision unless a partition or pause holds some back.
 func (c *checker) final(s *sim) string {
 	spec := s.spec
-	want := replicasOf(spec)
+	want := spec.DesiredReplicas()
 	var got []int32
 	for _, r := range s.model.replicas {
 		got = append(got, r.index)

@@ -258,7 +258,7 @@ func initialCluster(spec *v1alpha1.PodCliqueSetSpec, rev rollout.SetRevision, st
 		return &rollout.Target{Type: v1alpha1.RollingUpdateStrategyType, SetRevision: rev.Name, UpdateRevision: r, CurrentRevision: r}
 	}
 	tpl := &spec.Template
-	for i := range replicasOf(spec) {
+	for i := range spec.DesiredReplicas() {
 		r := &replica{index: i, rev: rev.Name, created: born}
 		for _, cs := range tpl.Cliques {
 			if tpl.ScalingGroupOf(cs.Name) == nil {
@@ -279,11 +279,4 @@ func initialCluster(spec *v1alpha1.PodCliqueSetSpec, rev rollout.SetRevision, st
 		c.replicas = append(c.replicas, r)
 	}
 	return c
-}
-
-func replicasOf(spec *v1alpha1.PodCliqueSetSpec) int32 {
-	if spec.Replicas == nil {
-		return v1alpha1.DefaultReplicas
-	}
-	return *spec.Replicas
 }

@@ -60,7 +60,7 @@ func Of(in Input) Verdict {
 		return Verdict{Final: true, Code: Failed, Line: "the PodCliqueSet was deleted"}
 	}
 	st := &pcs.Status
-	counts := fmt.Sprintf("updated %d/%d, available %d", st.UpdatedReplicas, desired(pcs), st.AvailableReplicas)
+	counts := fmt.Sprintf("updated %d/%d, available %d", st.UpdatedReplicas, pcs.Spec.DesiredReplicas(), st.AvailableReplicas)
 	if st.ObservedGeneration < pcs.Generation {
 		return Verdict{Code: TimedOut, Line: fmt.Sprintf("waiting for the operator to observe generation %d", pcs.Generation)}
 	}
@@ -84,11 +84,4 @@ func Of(in Input) Verdict {
 		return Verdict{Final: true, Code: Failed, Line: line}
 	}
 	return Verdict{Code: TimedOut, Line: line}
-}
-
-func desired(pcs *v1alpha1.PodCliqueSet) int32 {
-	if pcs.Spec.Replicas == nil {
-		return 1
-	}
-	return *pcs.Spec.Replicas
 }

@@ -138,12 +138,8 @@ func (r *renderer) header() {
 		r.field("revisions", fmt.Sprintf("current %s -> update %s", r.paint(yellow, r.short(cur)), r.paint(green, r.short(upd))))
 	}
 	r.images()
-	desired := int32(1)
-	if pcs.Spec.Replicas != nil {
-		desired = *pcs.Spec.Replicas
-	}
 	r.field("replicas", fmt.Sprintf("desired %d   updated %d   ready %d   available %d",
-		desired, pcs.Status.UpdatedReplicas, pcs.Status.ReadyReplicas, pcs.Status.AvailableReplicas))
+		pcs.Spec.DesiredReplicas(), pcs.Status.UpdatedReplicas, pcs.Status.ReadyReplicas, pcs.Status.AvailableReplicas))
 	if t := r.timing(phase); t != "" {
 		r.field("rollout", t)
 	}

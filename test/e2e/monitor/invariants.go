@@ -158,7 +158,7 @@ func floorAfterDeletion(t *target, before, after *snapshot, d deletion) []invari
 	case t.strategy() == v1alpha1.ReplicaRecreateStrategyType:
 		// whole PCS replicas are the unit; their cliques go down together
 		vs = invariant.CheckAvailabilityFloor(setLevel(t, before, d.requested), setLevel(t, after, d.settled), []int32{p.Replica})
-	case p.Replica >= t.replicas():
+	case p.Replica >= t.spec.DesiredReplicas():
 		return nil // the whole PCS replica is being scaled in
 	case p.Group != "":
 		vs = invariant.CheckAvailabilityFloor(groupLevel(t, before, p.Replica, p.Group, d.requested), groupLevel(t, after, p.Replica, p.Group, d.settled), []int32{p.GroupReplica})
@@ -179,7 +179,7 @@ func checkOnDeleteNoUpdate(t *target, _ *history, before, after *snapshot, ev Ev
 		return nil
 	}
 	p := d.pod
-	if p.Replica >= t.replicas() || t.clique(p.Clique) == nil {
+	if p.Replica >= t.spec.DesiredReplicas() || t.clique(p.Clique) == nil {
 		return nil
 	}
 	var at []invariant.Placement

@@ -51,7 +51,7 @@ func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
 	}
 	// Resolve every limit once so that a spec the checks cannot read is refused
 	// here rather than silently skipped later.
-	if _, err := t.setLimits(t.replicas()); err != nil {
+	if _, err := t.setLimits(t.spec.DesiredReplicas()); err != nil {
 		return nil, err
 	}
 	for _, c := range t.spec.Template.Cliques {
@@ -73,13 +73,6 @@ func (t *target) strategy() v1alpha1.UpdateStrategyType {
 		return v1alpha1.RollingUpdateStrategyType
 	}
 	return t.spec.UpdateStrategy.Type
-}
-
-func (t *target) replicas() int32 {
-	if t.spec.Replicas == nil {
-		return v1alpha1.DefaultReplicas
-	}
-	return *t.spec.Replicas
 }
 
 func (t *target) clique(name string) *v1alpha1.PodCliqueTemplateSpec {
@@ -141,7 +134,7 @@ func (t *target) componentLimits(s *v1alpha1.ComponentUpdateStrategy, replicas i
 // summary is the one line a spec change leaves in the timeline.
 func (t *target) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "generation %d %s replicas %d", t.generation, t.strategy(), t.replicas())
+	fmt.Fprintf(&b, "generation %d %s replicas %d", t.generation, t.strategy(), t.spec.DesiredReplicas())
 	if t.hold.Paused {
 		b.WriteString(" paused")
 	}

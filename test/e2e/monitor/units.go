@@ -54,7 +54,7 @@ func groupLevel(t *target, s *snapshot, replica int32, group string, at time.Tim
 
 // setLevel is the replicas of the PodCliqueSet.
 func setLevel(t *target, s *snapshot, at time.Time) invariant.Level {
-	l := invariant.Level{Name: "the PodCliqueSet", Strategy: t.strategy(), Sizes: sizes([]int32{t.replicas()}, t.setLimits)}
+	l := invariant.Level{Name: "the PodCliqueSet", Strategy: t.strategy(), Sizes: sizes([]int32{t.spec.DesiredReplicas()}, t.setLimits)}
 	for _, r := range sortedKeys(s.replicaIndices()) {
 		l.Units = append(l.Units, invariant.Unit{Index: r, Available: replicaAvailable(t, s, r, at)})
 	}
