@@ -103,6 +103,18 @@ watch_live() {
 	fi
 }
 
+# done_get NAME CAPTURE: `get` right after `status` said the rollout is done.
+# Every object below the PodCliqueSet says so too by then: a ◐ (some ready, or
+# ready ones still to come) ends the demo.
+done_get() {
+	local name=$1 capture=$2
+	expect 0 "$LOCKSTEP" get pcs "$name" --no-color >"$capture"
+	cat "$capture"
+	if grep -q '◐' "$capture"; then
+		die "$name: get draws ◐ right after status said the rollout is complete (${capture#"$REPO"/})"
+	fi
+}
+
 start=$SECONDS
 mkdir -p "$CAPTURES"
 v2="$DEV/disaggregated-v2.yaml" pd2="$DEV/role-ordered-pd-v2.yaml"
@@ -127,7 +139,7 @@ note "operator pid $(<"$OPERATOR_PID"), admitting PodCliqueSets"
 say "The disaggregated example: 2 replicas of a frontend and prefill/decode groups (leader + 2 workers), 30 pods"
 expect 0 kctl apply -f "$REPO/examples/disaggregated.yaml"
 expect 0 "$LOCKSTEP" status disagg --timeout 3m
-expect 0 "$LOCKSTEP" get pcs disagg
+done_get disagg "$CAPTURES/get-disagg-created.txt"
 pause
 
 say "Before touching the cluster: the plan of the update to v2, simulated offline"
@@ -141,14 +153,17 @@ say "The update, live: one PodCliqueSet replica at a time, one unit per role at 
 expect 0 kctl apply -f "$v2"
 watch_live disagg "$CAPTURES/get-w-disagg.txt"
 expect 0 "$LOCKSTEP" status disagg --timeout 2m
+done_get disagg "$CAPTURES/get-disagg-v2.txt"
 pause
 
 say "Role steps: decode first, then one prefill, then all prefill, then all decode (examples/role-ordered-pd.yaml)"
 expect 0 kctl apply -f "$REPO/examples/role-ordered-pd.yaml"
 expect 0 "$LOCKSTEP" status pd-ordered --timeout 3m
+done_get pd-ordered "$CAPTURES/get-pd-ordered-created.txt"
 expect 0 kctl apply -f "$pd2"
 watch_live pd-ordered "$CAPTURES/get-w-role-steps.txt"
 expect 0 "$LOCKSTEP" status pd-ordered --timeout 2m
+done_get pd-ordered "$CAPTURES/get-pd-ordered-v2.txt"
 expect 0 kctl delete pcs pd-ordered --wait=false
 pause
 
@@ -167,6 +182,7 @@ say "Undo: back to the previous revision, under the same strategy"
 expect 0 "$LOCKSTEP" history disagg
 expect 0 "$LOCKSTEP" undo disagg
 expect 0 "$LOCKSTEP" status disagg --timeout 3m
+done_get disagg "$CAPTURES/get-disagg-undone.txt"
 expect 0 "$LOCKSTEP" history disagg
 pause
 

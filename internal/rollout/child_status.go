@@ -133,8 +133,17 @@ func childProgressing(f ChildFacts, ls LevelStatus) Condition {
 // the units have come (the ready, available, updated and scheduled counts, and
 // condition messages whose status and reason stay): a change its writer may
 // hold back for a moment. Replicas, revisions, condition statuses and reasons,
-// the update window and the units selected to update are not.
-func ChildProgressOnly(prev, next v1alpha1.ChildStatus) bool {
+// the update window and the units selected to update are not. Nor is the
+// available or updated count reaching the spec's replicas (desired): a parent
+// waits for that in the child's written status before it says it is done
+// (see Report), so holding it back would hold the parent back. Crossing
+// minAvailable flips the Available condition and is written at once too. A
+// count falling needs no haste: the parent sees the pods go first.
+func ChildProgressOnly(prev, next v1alpha1.ChildStatus, desired int32) bool {
+	reaches := func(before, after int32) bool { return before < desired && after >= desired }
+	if reaches(prev.AvailableReplicas, next.AvailableReplicas) || reaches(prev.UpdatedReplicas, next.UpdatedReplicas) {
+		return false
+	}
 	n := *next.DeepCopy()
 	n.ReadyReplicas, n.AvailableReplicas, n.UpdatedReplicas = prev.ReadyReplicas, prev.AvailableReplicas, prev.UpdatedReplicas
 	n.UpdatedReadyReplicas, n.ScheduledReplicas = prev.UpdatedReadyReplicas, prev.ScheduledReplicas

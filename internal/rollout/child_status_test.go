@@ -27,6 +27,8 @@ func TestChildProgressOnly(t *testing.T) {
 		{"replicas", func(s *v1alpha1.ChildStatus) { counts(s); s.Replicas = 11 }, false},
 		{"the current revision", func(s *v1alpha1.ChildStatus) { counts(s); s.CurrentRevision = "b" }, false},
 		{"a condition's reason", func(s *v1alpha1.ChildStatus) { counts(s); s.Conditions[0].Reason = "Complete" }, false},
+		{"every unit available", func(s *v1alpha1.ChildStatus) { counts(s); s.AvailableReplicas = 10 }, false},
+		{"every unit updated", func(s *v1alpha1.ChildStatus) { counts(s); s.UpdatedReplicas = 10 }, false},
 		{"the pods selected to update", func(s *v1alpha1.ChildStatus) {
 			s.UpdateProgress = &v1alpha1.ChildUpdateProgress{PodsSelectedToUpdate: []string{"p-4"}}
 		}, false},
@@ -35,9 +37,18 @@ func TestChildProgressOnly(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			next := *prev.DeepCopy()
 			c.change(&next)
-			if got := ChildProgressOnly(prev, next); got != c.want {
+			if got := ChildProgressOnly(prev, next, 10); got != c.want {
 				t.Fatalf("ChildProgressOnly = %v, want %v", got, c.want)
 			}
 		})
+	}
+	// A count falling from the spec's replicas may wait: the parent sees the
+	// pods go before any status.
+	full := *prev.DeepCopy()
+	full.AvailableReplicas, full.UpdatedReplicas = 10, 10
+	less := *full.DeepCopy()
+	less.AvailableReplicas, less.UpdatedReplicas = 9, 9
+	if !ChildProgressOnly(full, less, 10) {
+		t.Fatal("available and updated falling below the replicas may not wait")
 	}
 }

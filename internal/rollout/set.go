@@ -106,6 +106,9 @@ type CliqueObservation struct {
 	// replica made from an older shape; 0 means the spec's. A group replica is
 	// judged by the shape it was made with, not the one it is moving to.
 	MinAvailable int32
+	// Report is what the PodClique's own status says (see Report); nil when
+	// there is none to wait for.
+	Report *Report
 }
 
 // GroupReplicaObservation is one observed scaling-group replica.
@@ -127,6 +130,9 @@ type GroupObservation struct {
 	// SpecReplicas and TemplateReplicas: see CliqueObservation.
 	SpecReplicas, TemplateReplicas int32
 	Replicas                       []GroupReplicaObservation
+	// Report is what the group's own status says (see Report); nil when there
+	// is none to wait for.
+	Report *Report
 }
 
 // ReplicaObservation is one observed PodCliqueSet replica.

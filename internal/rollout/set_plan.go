@@ -44,6 +44,10 @@ type replicaView struct {
 	// outdated: some live unit runs another revision than the update revision
 	// (what a rollout has to change; a replica short of units is only scaling).
 	outdated bool
+	// reported: what the children's own statuses say of ready, available,
+	// updated and settled (see Report). The status counts a replica only when
+	// both the pods and the children say so; the plan goes by the pods alone.
+	reported struct{ ready, available, updated, settled bool }
 }
 
 type setPlanner struct {
@@ -106,18 +110,24 @@ func (p *setPlanner) plan() (SetPlan, error) {
 
 func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
 	v := &replicaView{obs: o, index: o.Index, revision: o.Revision, scheduled: true, ready: true, available: true, updated: true, settled: true}
+	v.reported.ready, v.reported.available, v.reported.updated, v.reported.settled = true, true, true, true
 	for i := range p.shape.roles {
 		r := &p.shape.roles[i]
 		rv := roleView{shape: r, replicas: r.replicas}
 		scaled := int32(0)
+		var report *Report
 		if r.group {
 			if g := findGroup(o.Groups, r.name); g != nil {
-				rv.exists, rv.target, scaled = true, g.Target, g.SpecReplicas
+				rv.exists, rv.target, scaled, report = true, g.Target, g.SpecReplicas, g.Report
 				rv.units = GroupUnits(r.memberMinimums(), g.Replicas)
 			}
 		} else if c := findClique(o.Cliques, r.name); c != nil {
-			rv.exists, rv.target, rv.units, scaled = true, c.Target, c.Pods, c.SpecReplicas
+			rv.exists, rv.target, rv.units, scaled, report = true, c.Target, c.Pods, c.SpecReplicas, c.Report
 		}
+		v.reported.ready = v.reported.ready && report.readyAtLeast(r.minAvailable)
+		v.reported.available = v.reported.available && report.availableAtLeast(r.minAvailable)
+		v.reported.updated = v.reported.updated && report.updated()
+		v.reported.settled = v.reported.settled && report.settled()
 		if scaled > 0 {
 			rv.replicas = scaled
 		}

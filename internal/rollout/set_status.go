@@ -41,7 +41,10 @@ func kstatusConditions(progressing Condition) []Condition {
 
 // counts counts the observed live PCS replicas and decides completeness: exactly
 // [0, replicas) exist, every unit available, and every replica at or above the
-// partition fully on the update revision.
+// partition fully on the update revision. A replica counts as ready,
+// available or updated, and as settled, only when its children's own
+// statuses say so too (Report): the PodCliqueSet never says more than its
+// children do.
 func (p *setPlanner) counts() SetStatus {
 	var s SetStatus
 	complete, live := true, int32(0)
@@ -53,11 +56,13 @@ func (p *setPlanner) counts() SetStatus {
 			continue
 		}
 		live++
+		available := v.available && v.reported.available
+		updated := v.updated && v.reported.updated
 		s.Replicas++
-		s.ReadyReplicas += boolTo[int32](v.ready)
-		s.AvailableReplicas += boolTo[int32](v.available)
-		s.UpdatedReplicas += boolTo[int32](v.updated && v.index < p.shape.replicas) // surge replicas go away
-		if !v.settled || (!v.updated && v.index >= p.shape.partition) {
+		s.ReadyReplicas += boolTo[int32](v.ready && v.reported.ready)
+		s.AvailableReplicas += boolTo[int32](available)
+		s.UpdatedReplicas += boolTo[int32](updated && v.index < p.shape.replicas) // surge replicas go away
+		if !v.settled || !v.reported.settled || (!updated && v.index >= p.shape.partition) {
 			complete = false
 		}
 	}

@@ -51,7 +51,8 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		if err != nil {
 			continue
 		}
-		if h, err := revision.PodTemplateHash(&c.Spec.Template); err == nil && c.DeletionTimestamp == nil {
+		h, err := revision.PodTemplateHash(&c.Spec.Template)
+		if err == nil && c.DeletionTimestamp == nil {
 			podHash[c.Name] = h
 		}
 		rep := replica(int32(idx))
@@ -61,7 +62,10 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		if rep.CreatedAt.IsZero() || c.CreationTimestamp.Time.Before(rep.CreatedAt) {
 			rep.CreatedAt = c.CreationTimestamp.Time
 		}
-		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique], MinAvailable: c.Spec.EffectiveMinAvailable()})
+		// What the member's own status says: the group's status never says more
+		// (rollout.ConfirmedByMembers).
+		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique], MinAvailable: c.Spec.EffectiveMinAvailable(),
+			Report: rollout.ReportOf(&c.Status, h, c.Spec.Replicas)})
 		if c.DeletionTimestamp == nil {
 			obs.Members[int32(idx)] = append(obs.Members[int32(idx)], c)
 		}

@@ -52,7 +52,8 @@ func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	if err := r.repairIncomplete(ctx, g, &obs, templates); err != nil {
 		return ctrl.Result{}, err
 	}
-	units := rollout.GroupUnits(groupreplicas.Minimums(g), obs.Replicas)
+	minimums := groupreplicas.Minimums(g)
+	units := rollout.GroupUnits(minimums, obs.Replicas)
 	policy := childSpec(g).Policy(rollout.KindGroup, templates.update.hash, templates.current.hash)
 	plan, err := rollout.PlanLevel(policy, units)
 	if err != nil {
@@ -70,7 +71,10 @@ func (r *Reconciler) reconcile(ctx context.Context, g *v1alpha1.PodCliqueScaling
 	}
 	facts := rollout.ChildFacts{Kind: rollout.KindGroup, Replicas: g.Spec.Replicas, MinAvailable: g.Spec.EffectiveMinAvailable(),
 		Strategy: g.Spec.UpdateStrategy, UpdateRevision: templates.update.hash, SelectorLabels: selector(g)}
-	statusWait, err := write.ChildStatus(ctx, r.Client, g, facts, plan.Status, now, r.Batch)
+	// The group's status says no more than its member PodCliques' own statuses
+	// do (rollout.Report); the plan above went by the pods.
+	ls := rollout.ConfirmedByMembers(policy, minimums, obs.Replicas, plan.Status)
+	statusWait, err := write.ChildStatus(ctx, r.Client, g, facts, ls, now, r.Batch)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -111,7 +111,8 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		}
 		rep := replica(pclq)
 		name := pclq.Labels[v1alpha1.LabelClique]
-		obs := rollout.CliqueObservation{Name: name, Target: cliqueTarget(pclq, revs), SpecReplicas: pclq.Spec.Replicas, TemplateReplicas: templateReplicas(pclq)}
+		obs := rollout.CliqueObservation{Name: name, SpecReplicas: pclq.Spec.Replicas, TemplateReplicas: templateReplicas(pclq)}
+		obs.Target, obs.Report = cliqueTargetAndReport(pclq, revs)
 		for i := range podsOf[pclq.Name] {
 			p := &podsOf[pclq.Name][i]
 			if u, ok := pods.Unit(p, minReadySeconds, now); ok {
@@ -147,8 +148,9 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 		}
 		gobs := groupreplicas.Observe(owned, groupPods, minReadySeconds, now)
 		c.nextAvailableIn = pods.Sooner(c.nextAvailableIn, gobs.NextAvailableIn)
-		rep.Groups = append(rep.Groups, rollout.GroupObservation{Name: name, Target: groupTarget(g, revs), SpecReplicas: g.Spec.Replicas,
-			TemplateReplicas: templateReplicas(g), Replicas: gobs.Replicas})
+		gob := rollout.GroupObservation{Name: name, SpecReplicas: g.Spec.Replicas, TemplateReplicas: templateReplicas(g), Replicas: gobs.Replicas}
+		gob.Target, gob.Report = groupTargetAndReport(g, revs)
+		rep.Groups = append(rep.Groups, gob)
 		if g.DeletionTimestamp == nil {
 			if c.groups[rep.Index] == nil {
 				c.groups[rep.Index] = map[string]*v1alpha1.PodCliqueScalingGroup{}
@@ -174,22 +176,25 @@ func controlledBy(o client.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-// cliqueTarget reads back the target the PodCliqueSet wrote into a PodClique.
-func cliqueTarget(pclq *v1alpha1.PodClique, revs rollout.Revisions) *rollout.Target {
+// cliqueTargetAndReport reads back the target the PodCliqueSet wrote into a
+// PodClique, and what the PodClique's own status says (the PodCliqueSet's
+// status never says more: rollout.Report).
+func cliqueTargetAndReport(pclq *v1alpha1.PodClique, revs rollout.Revisions) (*rollout.Target, *rollout.Report) {
 	hash, err := revision.PodTemplateHash(&pclq.Spec.Template)
 	if err != nil {
-		return nil
+		return nil, rollout.ReportOf(&pclq.Status, "", pclq.Spec.Replicas)
 	}
 	cs := rollout.ChildSpec{Replicas: pclq.Spec.Replicas, Revision: pclq.Spec.Revision, UpdateStrategy: pclq.Spec.UpdateStrategy}
-	return rollout.DecodeTarget(cs, hash, pclq.Labels[v1alpha1.LabelClique], revs)
+	return rollout.DecodeTarget(cs, hash, pclq.Labels[v1alpha1.LabelClique], revs), rollout.ReportOf(&pclq.Status, hash, pclq.Spec.Replicas)
 }
 
-// groupTarget reads back the target the PodCliqueSet wrote into a scaling group.
-func groupTarget(g *v1alpha1.PodCliqueScalingGroup, revs rollout.Revisions) *rollout.Target {
+// groupTargetAndReport reads back the target the PodCliqueSet wrote into a
+// scaling group, and what the group's own status says.
+func groupTargetAndReport(g *v1alpha1.PodCliqueScalingGroup, revs rollout.Revisions) (*rollout.Target, *rollout.Report) {
 	hash, err := revision.GroupHashOf(g.Spec.Cliques)
 	if err != nil {
-		return nil
+		return nil, rollout.ReportOf(&g.Status, "", g.Spec.Replicas)
 	}
 	cs := rollout.ChildSpec{Replicas: g.Spec.Replicas, Revision: g.Spec.Revision, UpdateStrategy: g.Spec.UpdateStrategy}
-	return rollout.DecodeTarget(cs, hash, g.Labels[v1alpha1.LabelPodCliqueScalingGroup], revs)
+	return rollout.DecodeTarget(cs, hash, g.Labels[v1alpha1.LabelPodCliqueScalingGroup], revs), rollout.ReportOf(&g.Status, hash, g.Spec.Replicas)
 }

@@ -11,7 +11,9 @@ import (
 // units and the messages that name them. A wide rollout step changes those on
 // every pod event; the next write carries them. Everything else a user or a
 // planner reads back (replicas, revisions, the status and reason of a
-// condition, which units are being updated) is written at once.
+// condition, which units are being updated) is written at once, and so is a
+// count a parent waits for before it says it is done (rollout.Report,
+// rollout.ChildProgressOnly).
 const StatusBatch = time.Second
 
 // Batch remembers when each object's status was last written, to hold back

@@ -81,7 +81,7 @@ func ChildStatus[T any, P interface {
 		return 0, nil
 	}
 	key := kind[T]() + "/" + client.ObjectKeyFromObject(obj).String()
-	if wait := batch.Wait(key, rollout.ChildProgressOnly(prev, next), now); wait > 0 {
+	if wait := batch.Wait(key, rollout.ChildProgressOnly(prev, next, facts.Replicas), now); wait > 0 {
 		return wait, nil
 	}
 	if err := Status(ctx, c, obj, func(o P) { *o.UnitStatus() = next }); err != nil {
