@@ -20,4 +20,4 @@ echo "$out" | awk '
 
 echo
 echo "the operator's cache, per pod (a disaggregated engine's pod as served), without and with pods.TrimForCache:"
-go test -run '^$' -bench CachedPod -benchtime 3x ./internal/controller/pods/ | grep -E '^BenchmarkCachedPod' | awk '{ printf "  %-28s %8.0f bytes\n", $1, $5 }'
+go test -run '^$' -bench CachedPod -benchtime 3x ./internal/observe/pods/ | grep -E '^BenchmarkCachedPod' | awk '{ printf "  %-28s %8.0f bytes\n", $1, $5 }'

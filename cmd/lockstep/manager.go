@@ -23,9 +23,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/lockstep-dev/lockstep/internal/controller/pods"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 )
 
 // managerOptions are the flags of every command that runs a manager (the

@@ -22,7 +22,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/planview"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/simulate"
-	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
+	"github.com/lockstep-dev/lockstep/internal/validation"
 )
 
 // Exit codes of `lockstep plan`.
@@ -295,9 +295,9 @@ func validate(files []string, oldPCS, newPCS *v1alpha1.PodCliqueSet, stderr io.W
 		}
 		errs = append(errs, errors.New(strings.Join(lines, "\n")))
 	}
-	oldErrs, _ := lockstepwebhook.ValidatePodCliqueSet(oldPCS)
+	oldErrs, _ := validation.ValidatePodCliqueSet(oldPCS)
 	report(files[0], oldPCS, oldErrs)
-	newErrs, warnings := lockstepwebhook.ValidatePodCliqueSetUpdate(oldPCS, newPCS)
+	newErrs, warnings := validation.ValidatePodCliqueSetUpdate(oldPCS, newPCS)
 	meta := field.NewPath("metadata")
 	switch {
 	case newPCS.Name == "":

@@ -1,7 +1,8 @@
-// Package controller holds Lockstep's reconcilers, one sub-package per kind
-// (podcliqueset, podcliquescalinggroup, podclique). The RBAC markers below are
-// everything the operator binary needs; `make generate` turns them into
-// config/rbac/role.yaml.
+// Package controller holds the operator's reconcilers, one sub-package per
+// kind (podcliqueset, podcliquescalinggroup, podclique), and Setup, which
+// builds them. What they share lives a floor below, in internal/controlloop
+// and internal/observe. The RBAC markers below are everything the operator
+// binary needs; `make generate` turns them into config/rbac/role.yaml.
 package controller
 
 // Lockstep's own kinds.

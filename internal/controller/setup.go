@@ -11,12 +11,12 @@ import (
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 
-	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
-	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliquescalinggroup"
 	"github.com/lockstep-dev/lockstep/internal/controller/podcliqueset"
-	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 )
 
 // Setup builds every Lockstep reconciler, with all its fields set, and

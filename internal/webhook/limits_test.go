@@ -14,7 +14,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/webhook"
+	"github.com/lockstep-dev/lockstep/internal/validation"
 	fleetwebhook "github.com/lockstep-dev/lockstep/internal/webhook/fleet"
 )
 
@@ -48,7 +48,7 @@ func validatePCS(pcs *v1alpha1.PodCliqueSet, defaulted bool) field.ErrorList {
 	if defaulted {
 		pcs.Default()
 	}
-	errs, _ := webhook.ValidatePodCliqueSet(pcs)
+	errs, _ := validation.ValidatePodCliqueSet(pcs)
 	return errs
 }
 

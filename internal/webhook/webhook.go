@@ -1,7 +1,8 @@
 // Package webhook is Lockstep's admission: defaulting and validation of
 // PodCliqueSets, and validation of the child kinds a user can edit or scale.
-// The rules live in plain functions (validation.go) so they can be table-tested
-// and fuzzed without an apiserver; this file only adapts them to admission.
+// The rules live in internal/validation, plain functions that are table-tested
+// and fuzzed without an apiserver and that the PodCliqueSet controller checks
+// too; this package only adapts them to admission.
 package webhook
 
 import (
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/validation"
 )
 
 // Paths the webhooks are served on (controller-runtime's convention); the webhook
@@ -66,14 +68,14 @@ type PodCliqueSetValidator struct{}
 
 // ValidateCreate implements admission.Validator.
 func (PodCliqueSetValidator) ValidateCreate(_ context.Context, pcs *v1alpha1.PodCliqueSet) (admission.Warnings, error) {
-	errs, warnings := ValidatePodCliqueSet(pcs)
+	errs, warnings := validation.ValidatePodCliqueSet(pcs)
 	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueSet").GroupKind(), pcs.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator. Status-only updates are not sent
 // here: the webhook is registered for the main resource only.
 func (PodCliqueSetValidator) ValidateUpdate(_ context.Context, oldPCS, newPCS *v1alpha1.PodCliqueSet) (admission.Warnings, error) {
-	errs, warnings := ValidatePodCliqueSetUpdate(oldPCS, newPCS)
+	errs, warnings := validation.ValidatePodCliqueSetUpdate(oldPCS, newPCS)
 	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueSet").GroupKind(), newPCS.Name, errs)
 }
 
@@ -88,14 +90,14 @@ type PodCliqueValidator struct{}
 
 // ValidateCreate implements admission.Validator.
 func (PodCliqueValidator) ValidateCreate(_ context.Context, pclq *v1alpha1.PodClique) (admission.Warnings, error) {
-	c := validatePodClique(pclq)
-	return c.warnings, invalid(v1alpha1.GroupVersion.WithKind("PodClique").GroupKind(), pclq.Name, c.errs)
+	errs, warnings := validation.ValidatePodClique(pclq)
+	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodClique").GroupKind(), pclq.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
 func (PodCliqueValidator) ValidateUpdate(_ context.Context, _, pclq *v1alpha1.PodClique) (admission.Warnings, error) {
-	c := validatePodClique(pclq)
-	return c.warnings, invalid(v1alpha1.GroupVersion.WithKind("PodClique").GroupKind(), pclq.Name, c.errs)
+	errs, warnings := validation.ValidatePodClique(pclq)
+	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodClique").GroupKind(), pclq.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.
@@ -109,17 +111,14 @@ type PodCliqueScalingGroupValidator struct{}
 
 // ValidateCreate implements admission.Validator.
 func (PodCliqueScalingGroupValidator) ValidateCreate(_ context.Context, g *v1alpha1.PodCliqueScalingGroup) (admission.Warnings, error) {
-	c := validateScalingGroup(g)
-	return c.warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind(), g.Name, c.errs)
+	errs, warnings := validation.ValidatePodCliqueScalingGroup(g)
+	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind(), g.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
 func (PodCliqueScalingGroupValidator) ValidateUpdate(_ context.Context, oldG, g *v1alpha1.PodCliqueScalingGroup) (admission.Warnings, error) {
-	c := validateScalingGroup(g)
-	c.errs = append(c.errs, validateComposition(
-		&v1alpha1.PodCliqueSetTemplateSpec{Cliques: oldG.Spec.Cliques},
-		&v1alpha1.PodCliqueSetTemplateSpec{Cliques: g.Spec.Cliques})...)
-	return c.warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind(), g.Name, c.errs)
+	errs, warnings := validation.ValidatePodCliqueScalingGroupUpdate(oldG, g)
+	return warnings, invalid(v1alpha1.GroupVersion.WithKind("PodCliqueScalingGroup").GroupKind(), g.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.

@@ -24,7 +24,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/revision"
-	"github.com/lockstep-dev/lockstep/internal/webhook"
+	"github.com/lockstep-dev/lockstep/internal/validation"
 	"github.com/lockstep-dev/lockstep/test/e2e/cluster"
 	"github.com/lockstep-dev/lockstep/test/e2e/monitor"
 )
@@ -192,9 +192,9 @@ func admit(ctx context.Context, pcs, old *v1alpha1.PodCliqueSet) error {
 	}
 	pcs.Spec = dry.Spec
 	pcs.Default()
-	errs, _ := webhook.ValidatePodCliqueSet(pcs)
+	errs, _ := validation.ValidatePodCliqueSet(pcs)
 	if old != nil {
-		errs, _ = webhook.ValidatePodCliqueSetUpdate(old, pcs)
+		errs, _ = validation.ValidatePodCliqueSetUpdate(old, pcs)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("the webhook would refuse PodCliqueSet %s: %w", pcs.Name, errs.ToAggregate())

@@ -16,7 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 )
 
 // A settled PodCliqueSet costs the apiserver nothing: reconciling it and every

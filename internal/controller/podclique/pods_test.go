@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/expectations"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
-	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/fresh"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
+	"github.com/lockstep-dev/lockstep/internal/observe/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 

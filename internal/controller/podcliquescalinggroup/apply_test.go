@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
-	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/expectations"
+	"github.com/lockstep-dev/lockstep/internal/observe/groupreplicas"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )

@@ -14,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
-	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
-	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
-	"github.com/lockstep-dev/lockstep/internal/controller/pods"
-	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
+	"github.com/lockstep-dev/lockstep/internal/observe/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )

@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
-	"github.com/lockstep-dev/lockstep/internal/controller/expectations"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/enqueue"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/expectations"
 )
 
 // SetupWithManager registers the reconciler. It wakes up on its groups, their

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/groupreplicas"
-	"github.com/lockstep-dev/lockstep/internal/controller/pods"
+	"github.com/lockstep-dev/lockstep/internal/observe/groupreplicas"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )

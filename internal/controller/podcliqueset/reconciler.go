@@ -16,15 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/fresh"
-	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
-	"github.com/lockstep-dev/lockstep/internal/controller/pods"
-	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
-	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/fresh"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
-	"github.com/lockstep-dev/lockstep/internal/webhook"
+	"github.com/lockstep-dev/lockstep/internal/validation"
 )
 
 // Reconciler reconciles one PodCliqueSet at a time: revisions, observe, plan,
@@ -67,7 +67,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defaulted := pcs.DeepCopy()
 	defaulted.Default()
 	spec, now := &defaulted.Spec, r.Now()
-	if errs, _ := webhook.ValidatePodCliqueSet(defaulted); len(errs) > 0 {
+	if errs, _ := validation.ValidatePodCliqueSet(defaulted); len(errs) > 0 {
 		// It got past admission (the webhook was down or bypassed): say so and
 		// touch nothing, so that what runs keeps running.
 		return ctrl.Result{}, r.reportInvalid(ctx, pcs, errs)

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 )
 

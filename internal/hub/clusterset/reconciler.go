@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/enqueue"
-	"github.com/lockstep-dev/lockstep/internal/controller/requeue"
-	"github.com/lockstep-dev/lockstep/internal/controller/write"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/enqueue"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/fleet"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/narrate"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 )
 

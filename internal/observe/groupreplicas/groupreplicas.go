@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller/pods"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )

@@ -1,4 +1,8 @@
-package webhook
+// Package validation holds the rules a PodCliqueSet and its children must
+// follow. The admission webhooks answer with them, and the PodCliqueSet
+// controller checks a spec with them before it acts, so an object that got
+// past admission is reported, never acted on; neither imports the other.
+package validation
 
 import (
 	"fmt"
@@ -8,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lockstep-dev/lockstep/api/limit"
@@ -63,10 +67,10 @@ func (v *pcsValidator) validateName() {
 		return // generateName: the apiserver checks the final name.
 	}
 	p := field.NewPath("metadata", "name")
-	for _, msg := range validation.IsDNS1035Label(name) {
+	for _, msg := range k8svalidation.IsDNS1035Label(name) {
 		v.add(field.Invalid(p, name, "must be usable as a Service name (a DNS-1035 label): "+msg))
 	}
-	if limit := validation.DNS1035LabelMaxLength - 1 - naming.MaxRevisionHashLen; len(name) > limit {
+	if limit := k8svalidation.DNS1035LabelMaxLength - 1 - naming.MaxRevisionHashLen; len(name) > limit {
 		v.add(field.TooLong(p, name, limit))
 	}
 }
@@ -194,7 +198,7 @@ func (v *collector) validateRoleName(p *field.Path, name string, seen sets.Set[s
 		v.add(field.Required(p, "a name is needed"))
 		return
 	}
-	for _, msg := range validation.IsDNS1123Label(name) {
+	for _, msg := range k8svalidation.IsDNS1123Label(name) {
 		v.add(field.Invalid(p, name, msg))
 	}
 	if seen.Has(name) {
@@ -363,8 +367,8 @@ func (v *pcsValidator) validateGeneratedNames(replicas int32) {
 			pclq = naming.PodClique(name, ri, c.Name)
 		}
 		host := naming.Pod(pclq, indexPlaceholder(c.Replicas+v.componentSurge(c.UpdateStrategy, c.Replicas)))
-		if len(host) > validation.DNS1123LabelMaxLength {
-			v.add(field.Invalid(p, c.Name, fmt.Sprintf("pod hostnames would be up to %d characters (%s), above the limit of %d: shorten the PodCliqueSet, scaling group or clique name", len(host), host, validation.DNS1123LabelMaxLength)))
+		if len(host) > k8svalidation.DNS1123LabelMaxLength {
+			v.add(field.Invalid(p, c.Name, fmt.Sprintf("pod hostnames would be up to %d characters (%s), above the limit of %d: shorten the PodCliqueSet, scaling group or clique name", len(host), host, k8svalidation.DNS1123LabelMaxLength)))
 		}
 	}
 }
@@ -539,6 +543,29 @@ func groupMembers(t *v1alpha1.PodCliqueSetTemplateSpec) sets.Set[string] {
 	return s
 }
 
+// ValidatePodClique checks the fields of a PodClique a user may change (for
+// example replicas through /scale).
+func ValidatePodClique(pclq *v1alpha1.PodClique) (field.ErrorList, []string) {
+	c := validatePodClique(pclq)
+	return c.errs, c.warnings
+}
+
+// ValidatePodCliqueScalingGroup checks a PodCliqueScalingGroup's own fields.
+func ValidatePodCliqueScalingGroup(g *v1alpha1.PodCliqueScalingGroup) (field.ErrorList, []string) {
+	c := validateScalingGroup(g)
+	return c.errs, c.warnings
+}
+
+// ValidatePodCliqueScalingGroupUpdate checks an update: valid on its own, and
+// the same cliques as before.
+func ValidatePodCliqueScalingGroupUpdate(oldG, g *v1alpha1.PodCliqueScalingGroup) (field.ErrorList, []string) {
+	errs, warnings := ValidatePodCliqueScalingGroup(g)
+	errs = append(errs, validateComposition(
+		&v1alpha1.PodCliqueSetTemplateSpec{Cliques: oldG.Spec.Cliques},
+		&v1alpha1.PodCliqueSetTemplateSpec{Cliques: g.Spec.Cliques})...)
+	return errs, warnings
+}
+
 // validatePodClique checks a PodClique's own fields.
 func validatePodClique(pclq *v1alpha1.PodClique) *collector {
 	c := &collector{}
@@ -552,7 +579,7 @@ func validatePodClique(pclq *v1alpha1.PodClique) *collector {
 
 // validateRevisionName: revisions become label values on every pod.
 func (v *collector) validateRevisionName(p *field.Path, name string) {
-	for _, msg := range validation.IsValidLabelValue(name) {
+	for _, msg := range k8svalidation.IsValidLabelValue(name) {
 		v.add(field.Invalid(p, name, "must be usable as a label value: "+msg))
 	}
 }

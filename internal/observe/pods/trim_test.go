@@ -93,7 +93,7 @@ const examplePod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"disagg-0
 
 // The heap a cached pod takes, as decoded from the apiserver, with and
 // without TrimForCache: make bench runs it (go test -bench CachedPod
-// -benchmem ./internal/controller/pods/) and prints bytes per pod.
+// -benchmem ./internal/observe/pods/) and prints bytes per pod.
 func BenchmarkCachedPod(b *testing.B) {
 	for _, c := range []struct {
 		name string
