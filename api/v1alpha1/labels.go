@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strconv"
+
 // Labels the operator puts on every object it creates. Indices and revisions are
 // written once, at creation, and read back as data; nothing parses object names.
 const (
@@ -68,4 +70,17 @@ func SetUnitLabels(l map[string]string, templateHash, setRevision string, surge 
 	if surge {
 		l[LabelSurge] = "true"
 	}
+}
+
+// IndexLabel reads one of the index labels (LabelPodIndex,
+// LabelPodCliqueSetReplicaIndex, LabelPodCliqueScalingGroupReplicaIndex) as
+// the operator wrote it at creation; false when it is missing or not a
+// non-negative 32-bit number. Every reader of an index goes through it:
+// indices are data, never parsed from names.
+func IndexLabel(labels map[string]string, key string) (int32, bool) {
+	n, err := strconv.ParseInt(labels[key], 10, 32)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return int32(n), true
 }

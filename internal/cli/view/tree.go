@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,11 +93,7 @@ func (r *renderer) replicaIndices() []int32 {
 }
 
 func labelIndex(labels map[string]string, key string) (int32, bool) {
-	v, err := strconv.ParseInt(labels[key], 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(v), true
+	return v1alpha1.IndexLabel(labels, key)
 }
 
 func (r *renderer) replica(i int32) *node {

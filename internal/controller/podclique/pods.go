@@ -56,8 +56,8 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 	// Stable DNS: <pod>.<pcs>-<replica> under the replica's headless Service.
 	pod.Spec.Hostname = naming.Pod(pclq.Name, int(c.Index))
 	if pcs, ok := pclq.Labels[v1alpha1.LabelPodCliqueSet]; ok {
-		if idx, err := strconv.Atoi(pclq.Labels[v1alpha1.LabelPodCliqueSetReplicaIndex]); err == nil {
-			pod.Spec.Subdomain = naming.HeadlessService(pcs, idx)
+		if idx, ok := v1alpha1.IndexLabel(pclq.Labels, v1alpha1.LabelPodCliqueSetReplicaIndex); ok {
+			pod.Spec.Subdomain = naming.HeadlessService(pcs, int(idx))
 		}
 	}
 	gang.JoinPod(pod, pclq.Spec.Gang)

@@ -6,7 +6,6 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -145,8 +144,7 @@ func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAva
 }
 
 func replicaIndex(o client.Object) (int32, bool) {
-	i, err := strconv.Atoi(o.GetLabels()[v1alpha1.LabelPodCliqueSetReplicaIndex])
-	return int32(i), err == nil
+	return v1alpha1.IndexLabel(o.GetLabels(), v1alpha1.LabelPodCliqueSetReplicaIndex)
 }
 
 // progressingReason is the reason of the plan's Progressing condition.

@@ -4,7 +4,6 @@ package enqueue
 
 import (
 	"context"
-	"strconv"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,12 +43,12 @@ func ScalingGroupOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	if !ok {
 		return nil
 	}
-	idx, err := strconv.Atoi(l[v1alpha1.LabelPodCliqueSetReplicaIndex])
-	if err != nil {
+	idx, ok := v1alpha1.IndexLabel(l, v1alpha1.LabelPodCliqueSetReplicaIndex)
+	if !ok {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{
-		Namespace: o.GetNamespace(), Name: naming.ScalingGroup(l[v1alpha1.LabelPodCliqueSet], idx, group)}}}
+		Namespace: o.GetNamespace(), Name: naming.ScalingGroup(l[v1alpha1.LabelPodCliqueSet], int(idx), group)}}}
 }
 
 // Listed lists list's kind with opts and asks for every item to be reconciled:

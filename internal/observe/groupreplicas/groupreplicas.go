@@ -5,7 +5,6 @@ package groupreplicas
 
 import (
 	"sort"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,15 +46,15 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 	podHash := map[string]string{} // live member PodClique → the hash its pods carry
 	for i := range cliques {
 		c := &cliques[i]
-		idx, err := strconv.Atoi(c.Labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex])
-		if err != nil {
+		idx, ok := v1alpha1.IndexLabel(c.Labels, v1alpha1.LabelPodCliqueScalingGroupReplicaIndex)
+		if !ok {
 			continue
 		}
 		h, err := revision.PodTemplateHash(&c.Spec.Template)
 		if err == nil && c.DeletionTimestamp == nil {
 			podHash[c.Name] = h
 		}
-		rep := replica(int32(idx))
+		rep := replica(idx)
 		rep.Revision = c.Labels[v1alpha1.LabelTemplateHash]
 		rep.Surge = rep.Surge || c.Labels[v1alpha1.LabelSurge] == "true"
 		rep.Terminating = rep.Terminating || c.DeletionTimestamp != nil
@@ -67,22 +66,22 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		rep.Cliques = append(rep.Cliques, rollout.CliqueObservation{Name: c.Labels[v1alpha1.LabelClique], MinAvailable: c.Spec.EffectiveMinAvailable(),
 			Report: rollout.ReportOf(&c.Status, h, c.Spec.Replicas)})
 		if c.DeletionTimestamp == nil {
-			obs.Members[int32(idx)] = append(obs.Members[int32(idx)], c)
+			obs.Members[idx] = append(obs.Members[idx], c)
 		}
 	}
 	for i := range podList {
 		p := &podList[i]
-		idx, err := strconv.Atoi(p.Labels[v1alpha1.LabelPodCliqueScalingGroupReplicaIndex])
-		if err != nil {
+		idx, ok := v1alpha1.IndexLabel(p.Labels, v1alpha1.LabelPodCliqueScalingGroupReplicaIndex)
+		if !ok {
 			continue
 		}
 		u, ok := pods.Unit(p, minReadySeconds, now)
 		if !ok {
 			continue
 		}
-		rep, known := byIndex[int32(idx)]
+		rep, known := byIndex[idx]
 		if !known {
-			rep = replica(int32(idx))
+			rep = replica(idx)
 			rep.Terminating = true
 		}
 		// A member clique recreates only what is deleted, from the template it

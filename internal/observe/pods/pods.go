@@ -4,7 +4,6 @@ package pods
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,13 +16,13 @@ import (
 // Unit describes one pod for the planner; ok is false for a pod without an index
 // label (not one of ours: indices are written at creation, never parsed from names).
 func Unit(p *corev1.Pod, minReadySeconds int32, now time.Time) (u rollout.Unit, ok bool) {
-	idx, err := strconv.ParseInt(p.Labels[v1alpha1.LabelPodIndex], 10, 32)
-	if err != nil {
+	idx, ok := v1alpha1.IndexLabel(p.Labels, v1alpha1.LabelPodIndex)
+	if !ok {
 		return rollout.Unit{}, false
 	}
 	ready, since := Ready(p)
 	return rollout.Unit{
-		Index:       int32(idx),
+		Index:       idx,
 		Revision:    p.Labels[v1alpha1.LabelTemplateHash],
 		Surge:       p.Labels[v1alpha1.LabelSurge] == "true",
 		Scheduled:   p.Spec.NodeName != "",

@@ -3,7 +3,6 @@ package monitor
 import (
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -335,9 +334,9 @@ func intLabel(l map[string]string, key string) (int32, error) {
 	if !ok {
 		return 0, fmt.Errorf("label %s is missing", key)
 	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 0 {
+	n, ok := v1alpha1.IndexLabel(l, key)
+	if !ok {
 		return 0, fmt.Errorf("label %s=%q is not an index", key, v)
 	}
-	return int32(n), nil
+	return n, nil
 }
