@@ -341,7 +341,8 @@ func (f *fedFleet) writeStatus(c string, replicas, updated, available int64, mus
 		return f.envs[c].Client.Status().Update(context.Background(), u)
 	})
 	switch {
-	case errors.Is(err, errGone) && !mustExist:
+	case (errors.Is(err, errGone) || apierrors.IsNotFound(err)) && !mustExist:
+		// deleted between the read and the write: nothing to write
 		return
 	case err != nil:
 		f.t.Fatalf("writing the Deployment status in %s: %v", c, err)
