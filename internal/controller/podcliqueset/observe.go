@@ -40,129 +40,186 @@ type waitingPod struct {
 }
 
 // observe lists the PodCliqueSet's children and pods and turns them into the
-// planner's observations.
+// planner's observations: pods by PodClique, then the standalone PodCliques,
+// then the scaling groups over their member PodCliques.
 func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, revs rollout.Revisions, minReadySeconds int32, now time.Time) (children, error) {
-	sel := []client.ListOption{client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}}
+	o := observer{pcs: pcs, revs: revs, minReadySeconds: minReadySeconds, now: now,
+		c: children{
+			cliques: map[int32]map[string]*v1alpha1.PodClique{},
+			groups:  map[int32]map[string]*v1alpha1.PodCliqueScalingGroup{},
+			all:     map[int32][]client.Object{},
+		},
+		byReplica: map[int32]*rollout.ReplicaObservation{},
+		podsOf:    map[string][]corev1.Pod{},
+		members:   map[groupKey][]v1alpha1.PodClique{},
+	}
+	if err := o.list(ctx, r.Client); err != nil {
+		return children{}, err
+	}
+	o.sortPods()
+	o.observeCliques()
+	o.observeGroups()
+	return o.result(), nil
+}
+
+// observer holds one observe pass: what was listed and what is built from it.
+type observer struct {
+	pcs             *v1alpha1.PodCliqueSet
+	revs            rollout.Revisions
+	minReadySeconds int32
+	now             time.Time
+
+	cliques []v1alpha1.PodClique
+	groups  []v1alpha1.PodCliqueScalingGroup
+	pods    []corev1.Pod
+
+	c         children
+	byReplica map[int32]*rollout.ReplicaObservation
+	// podsOf are the pods of each PodClique, by name, oldest first.
+	podsOf map[string][]corev1.Pod
+	// members are the PodCliques of each scaling-group replica.
+	members map[groupKey][]v1alpha1.PodClique
+}
+
+// list reads the PodCliqueSet's PodCliques, scaling groups and pods from the
+// cache, by its label.
+func (o *observer) list(ctx context.Context, c client.Client) error {
+	sel := []client.ListOption{client.InNamespace(o.pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: o.pcs.Name}}
 	var cliqueList v1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &cliqueList, sel...); err != nil {
-		return children{}, fmt.Errorf("listing PodCliques of %s: %w", pcs.Name, err)
+	if err := c.List(ctx, &cliqueList, sel...); err != nil {
+		return fmt.Errorf("listing PodCliques of %s: %w", o.pcs.Name, err)
 	}
 	var groupList v1alpha1.PodCliqueScalingGroupList
-	if err := r.Client.List(ctx, &groupList, sel...); err != nil {
-		return children{}, fmt.Errorf("listing PodCliqueScalingGroups of %s: %w", pcs.Name, err)
+	if err := c.List(ctx, &groupList, sel...); err != nil {
+		return fmt.Errorf("listing PodCliqueScalingGroups of %s: %w", o.pcs.Name, err)
 	}
 	var podList corev1.PodList
-	if err := r.Client.List(ctx, &podList, sel...); err != nil {
-		return children{}, fmt.Errorf("listing pods of %s: %w", pcs.Name, err)
+	if err := c.List(ctx, &podList, sel...); err != nil {
+		return fmt.Errorf("listing pods of %s: %w", o.pcs.Name, err)
 	}
-	c := children{
-		cliques: map[int32]map[string]*v1alpha1.PodClique{},
-		groups:  map[int32]map[string]*v1alpha1.PodCliqueScalingGroup{},
-		all:     map[int32][]client.Object{},
-	}
-	byReplica := map[int32]*rollout.ReplicaObservation{}
-	replica := func(o client.Object) *rollout.ReplicaObservation {
-		idx, _ := replicaIndex(o)
-		rep := byReplica[idx]
-		if rep == nil {
-			rep = &rollout.ReplicaObservation{Index: idx}
-			byReplica[idx] = rep
-		}
-		// The revision and surge labels are written when the replica is made.
-		if rep.CreatedAt.IsZero() || o.GetCreationTimestamp().Time.Before(rep.CreatedAt) {
-			rep.CreatedAt = o.GetCreationTimestamp().Time
-			rep.Revision = o.GetLabels()[v1alpha1.LabelPodCliqueSetRevision]
-		}
-		rep.Surge = rep.Surge || o.GetLabels()[v1alpha1.LabelSurge] == "true"
-		rep.Terminating = rep.Terminating || o.GetDeletionTimestamp() != nil
-		c.all[idx] = append(c.all[idx], o)
-		return rep
-	}
-	podsOf := map[string][]corev1.Pod{} // by PodClique name
-	sort.SliceStable(podList.Items, func(i, j int) bool {
-		return podList.Items[i].CreationTimestamp.Before(&podList.Items[j].CreationTimestamp)
+	o.cliques, o.groups, o.pods = cliqueList.Items, groupList.Items, podList.Items
+	return nil
+}
+
+// sortPods files the pods under their PodClique, oldest first, and notes the
+// ones not ready. A pod is surge by its own label (a surge pod of a clique)
+// or by its PodClique's (a pod of a surge group or PodCliqueSet replica).
+func (o *observer) sortPods() {
+	sort.SliceStable(o.pods, func(i, j int) bool {
+		return o.pods[i].CreationTimestamp.Before(&o.pods[j].CreationTimestamp)
 	})
-	// A pod is surge by its own label (a surge pod of a clique) or by its
-	// PodClique's (a pod of a surge group or PodCliqueSet replica).
 	surgeClique := map[string]bool{}
-	for _, pclq := range cliqueList.Items {
+	for _, pclq := range o.cliques {
 		surgeClique[pclq.Name] = pclq.Labels[v1alpha1.LabelSurge] == "true"
 	}
-	for _, p := range podList.Items {
+	for _, p := range o.pods {
 		clique := p.Labels[v1alpha1.LabelPodClique]
-		podsOf[clique] = append(podsOf[clique], p)
+		o.podsOf[clique] = append(o.podsOf[clique], p)
 		if why := pods.WaitingFor(&p); why != "" {
-			c.waiting = append(c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
+			o.c.waiting = append(o.c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
 				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique]})
 		}
 	}
-	members := map[groupKey][]v1alpha1.PodClique{}
-	for i := range cliqueList.Items {
-		pclq := &cliqueList.Items[i]
-		if !controlledBy(pclq, pcs.UID) {
+}
+
+// replica is the observation of the PodCliqueSet replica child o belongs to,
+// made on first sight.
+func (o *observer) replica(obj client.Object) *rollout.ReplicaObservation {
+	idx, _ := replicaIndex(obj)
+	rep := o.byReplica[idx]
+	if rep == nil {
+		rep = &rollout.ReplicaObservation{Index: idx}
+		o.byReplica[idx] = rep
+	}
+	// The revision and surge labels are written when the replica is made.
+	if rep.CreatedAt.IsZero() || obj.GetCreationTimestamp().Time.Before(rep.CreatedAt) {
+		rep.CreatedAt = obj.GetCreationTimestamp().Time
+		rep.Revision = obj.GetLabels()[v1alpha1.LabelPodCliqueSetRevision]
+	}
+	rep.Surge = rep.Surge || obj.GetLabels()[v1alpha1.LabelSurge] == "true"
+	rep.Terminating = rep.Terminating || obj.GetDeletionTimestamp() != nil
+	o.c.all[idx] = append(o.c.all[idx], obj)
+	return rep
+}
+
+// observeCliques observes the standalone PodCliques with their pods, and sets
+// the members of scaling groups aside for observeGroups.
+func (o *observer) observeCliques() {
+	for i := range o.cliques {
+		pclq := &o.cliques[i]
+		if !controlledBy(pclq, o.pcs.UID) {
 			if g := pclq.Labels[v1alpha1.LabelPodCliqueScalingGroup]; g != "" {
 				idx, _ := replicaIndex(pclq)
-				members[groupKey{idx, g}] = append(members[groupKey{idx, g}], *pclq)
+				o.members[groupKey{idx, g}] = append(o.members[groupKey{idx, g}], *pclq)
 			}
 			continue
 		}
 		if _, ok := replicaIndex(pclq); !ok {
 			continue
 		}
-		rep := replica(pclq)
+		rep := o.replica(pclq)
 		name := pclq.Labels[v1alpha1.LabelClique]
 		obs := rollout.CliqueObservation{Name: name, SpecReplicas: pclq.Spec.Replicas, TemplateReplicas: templateReplicas(pclq)}
-		obs.Target, obs.Report = cliqueTargetAndReport(pclq, revs)
-		for i := range podsOf[pclq.Name] {
-			p := &podsOf[pclq.Name][i]
-			if u, ok := pods.Unit(p, minReadySeconds, now); ok {
+		obs.Target, obs.Report = cliqueTargetAndReport(pclq, o.revs)
+		for i := range o.podsOf[pclq.Name] {
+			p := &o.podsOf[pclq.Name][i]
+			if u, ok := pods.Unit(p, o.minReadySeconds, o.now); ok {
 				obs.Pods = append(obs.Pods, u)
 			}
-			c.nextAvailableIn = pods.Sooner(c.nextAvailableIn, pods.UntilAvailable(p, minReadySeconds, now))
+			o.c.nextAvailableIn = pods.Sooner(o.c.nextAvailableIn, pods.UntilAvailable(p, o.minReadySeconds, o.now))
 		}
 		rep.Cliques = append(rep.Cliques, obs)
 		if pclq.DeletionTimestamp == nil {
-			if c.cliques[rep.Index] == nil {
-				c.cliques[rep.Index] = map[string]*v1alpha1.PodClique{}
+			if o.c.cliques[rep.Index] == nil {
+				o.c.cliques[rep.Index] = map[string]*v1alpha1.PodClique{}
 			}
-			c.cliques[rep.Index][name] = pclq
+			o.c.cliques[rep.Index][name] = pclq
 		}
 	}
-	for i := range groupList.Items {
-		g := &groupList.Items[i]
-		if !controlledBy(g, pcs.UID) {
+}
+
+// observeGroups observes each scaling group through the member PodCliques it
+// controls and their pods (groupreplicas.Observe).
+func (o *observer) observeGroups() {
+	for i := range o.groups {
+		g := &o.groups[i]
+		if !controlledBy(g, o.pcs.UID) {
 			continue
 		}
 		if _, ok := replicaIndex(g); !ok {
 			continue
 		}
-		rep := replica(g)
+		rep := o.replica(g)
 		name := g.Labels[v1alpha1.LabelPodCliqueScalingGroup]
 		var groupPods []corev1.Pod
 		var owned []v1alpha1.PodClique
-		for _, m := range members[groupKey{rep.Index, name}] {
+		for _, m := range o.members[groupKey{rep.Index, name}] {
 			if controlledBy(&m, g.UID) {
 				owned = append(owned, m)
-				groupPods = append(groupPods, podsOf[m.Name]...)
+				groupPods = append(groupPods, o.podsOf[m.Name]...)
 			}
 		}
-		gobs := groupreplicas.Observe(owned, groupPods, minReadySeconds, now)
-		c.nextAvailableIn = pods.Sooner(c.nextAvailableIn, gobs.NextAvailableIn)
+		gobs := groupreplicas.Observe(owned, groupPods, o.minReadySeconds, o.now)
+		o.c.nextAvailableIn = pods.Sooner(o.c.nextAvailableIn, gobs.NextAvailableIn)
 		gob := rollout.GroupObservation{Name: name, SpecReplicas: g.Spec.Replicas, TemplateReplicas: templateReplicas(g), Replicas: gobs.Replicas}
-		gob.Target, gob.Report = groupTargetAndReport(g, revs)
+		gob.Target, gob.Report = groupTargetAndReport(g, o.revs)
 		rep.Groups = append(rep.Groups, gob)
 		if g.DeletionTimestamp == nil {
-			if c.groups[rep.Index] == nil {
-				c.groups[rep.Index] = map[string]*v1alpha1.PodCliqueScalingGroup{}
+			if o.c.groups[rep.Index] == nil {
+				o.c.groups[rep.Index] = map[string]*v1alpha1.PodCliqueScalingGroup{}
 			}
-			c.groups[rep.Index][name] = g
+			o.c.groups[rep.Index][name] = g
 		}
 	}
-	for _, rep := range byReplica {
-		c.replicas = append(c.replicas, *rep)
+}
+
+// result is the children with the replica observations in index order.
+func (o *observer) result() children {
+	for _, rep := range o.byReplica {
+		o.c.replicas = append(o.c.replicas, *rep)
 	}
-	sort.Slice(c.replicas, func(i, j int) bool { return c.replicas[i].Index < c.replicas[j].Index })
-	return c, nil
+	sort.Slice(o.c.replicas, func(i, j int) bool { return o.c.replicas[i].Index < o.c.replicas[j].Index })
+	return o.c
 }
 
 // groupKey keys a scaling group's member PodCliques: replica index and group name.
