@@ -2,7 +2,6 @@ package align
 
 import (
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -169,25 +168,13 @@ func (f *SimMember) Act() error {
 	if err != nil {
 		return fmt.Errorf("member %s: %w", f.Name, err)
 	}
-	for _, d := range plan.Deletes {
-		for i := range f.Units {
-			if f.Units[i].Index == d.Index && !f.Units[i].Terminating {
-				f.Units[i].Terminating, f.Units[i].Available, f.Units[i].Ready = true, false, false
-			}
-		}
-	}
-	for _, c := range plan.Creates {
-		f.Units = append(f.Units, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
-	}
+	f.Units = rollout.Played(f.Units, plan)
 	return nil
 }
 
 // Settle lets terminating units go and new units become available.
 func (f *SimMember) Settle() {
-	f.Units = slices.DeleteFunc(f.Units, func(u rollout.Unit) bool { return u.Terminating })
-	for i := range f.Units {
-		f.Units[i].Ready, f.Units[i].Available = true, true
-	}
+	f.Units = rollout.Settled(f.Units)
 }
 
 // Layout reads as "old=N new=M" plus the grant.

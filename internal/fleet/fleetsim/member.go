@@ -159,16 +159,7 @@ func (m *Member) Act() error {
 	if err != nil {
 		return fmt.Errorf("member %s: %w", m.Name, err)
 	}
-	for _, d := range plan.Deletes {
-		for i := range m.units {
-			if m.units[i].Index == d.Index && !m.units[i].Terminating {
-				m.units[i].Terminating, m.units[i].Available, m.units[i].Ready = true, false, false
-			}
-		}
-	}
-	for _, c := range plan.Creates {
-		m.units = append(m.units, rollout.Unit{Index: c.Index, Revision: c.Revision, Surge: c.Surge, Scheduled: true})
-	}
+	m.units = rollout.Played(m.units, plan)
 	return nil
 }
 
@@ -205,10 +196,7 @@ func (m *Member) policy() (rollout.Policy, bool) {
 
 // Settle lets terminating units go and new units become available.
 func (m *Member) Settle() {
-	m.units = slices.DeleteFunc(m.units, func(u rollout.Unit) bool { return u.Terminating })
-	for i := range m.units {
-		m.units[i].Ready, m.units[i].Available = true, true
-	}
+	m.units = rollout.Settled(m.units)
 }
 
 // Report writes the object's status from its units, as its controller
