@@ -12,6 +12,7 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/message"
 )
 
 // Reasons of the Events a round records on the workload (besides
@@ -47,7 +48,7 @@ func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan) (f
 	events := conflictEvents(fw, ms)
 	if changed := changedGrants(fw.Status.Clusters, s.Clusters); len(changed) > 0 {
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: EventGranted, Action: "Align",
-			Message: truncate(strings.Join(changed, "; "), maxMessage)})
+			Message: message.Truncate(strings.Join(changed, "; "), maxMessage)})
 	}
 	st := fw.Status.DeepCopy()
 	st.ObservedGeneration = fw.Generation
@@ -67,7 +68,7 @@ func stuck(in Input, reason fleetv1alpha1.FederatedWorkloadReason, why string, r
 	st := fw.Status.DeepCopy()
 	st.ObservedGeneration = fw.Generation
 	setCondition(st, metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse,
-		Reason: string(reason), Message: truncate(why, maxMessage)}, fw.Generation, in.Now)
+		Reason: string(reason), Message: message.Truncate(why, maxMessage)}, fw.Generation, in.Now)
 	return Output{Stuck: reason, Status: *st, Requeue: requeue}
 }
 
@@ -97,7 +98,7 @@ func conflictEvents(fw *fleetv1alpha1.FederatedWorkload, ms []*observed) []Event
 		}
 		was, had := before[m.Name]
 		switch {
-		case m.Conflict != "" && truncate(m.Conflict, maxWaiting) != was:
+		case m.Conflict != "" && message.Truncate(m.Conflict, maxWaiting) != was:
 			out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict),
 				Action: "Apply", Message: fmt.Sprintf("cluster %s: %s", m.Name, m.Conflict)})
 		case m.Conflict == "" && had && m.reached:

@@ -8,6 +8,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/message"
 )
 
 // maxWaitsInMessage bounds the Progressing message; the rest is counted.
@@ -41,7 +42,7 @@ func summarize(unit string, replicas int32, paused bool, views []MemberView, pla
 			Replicas: v.Status.Replicas, UpdatedReplicas: v.Status.Updated, AvailableReplicas: v.Status.Available,
 			Grant:       apiGrant(mp.Grant),
 			StillActing: apiGrantOrNil(v.StillActing),
-			Waiting:     truncate(w, maxWaiting),
+			Waiting:     message.Truncate(w, maxWaiting),
 		})
 		if v.Conflict != "" {
 			conflicts = append(conflicts, v.Name)
@@ -142,13 +143,6 @@ func plural(n int32, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 func apiGrant(g align.Grant) fleetv1alpha1.MemberGrant {
