@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
 	"github.com/lockstep-dev/lockstep/internal/hub/clusterset"
 	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
@@ -85,13 +86,13 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("lockstep-hub-placement"),
+		Recorder:  narrate.Recorder(mgr.GetEventRecorder("lockstep-hub-placement"), mgr.GetLogger().WithName("placement")),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Placement controller: %w", err)
 	}
 	if err := (&clusterset.Reconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("lockstep-hub-clusterset"),
+		Recorder: narrate.Recorder(mgr.GetEventRecorder("lockstep-hub-clusterset"), mgr.GetLogger().WithName("clusterset")),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the MemberClusterSet controllers: %w", err)
 	}
