@@ -29,3 +29,33 @@ func SettledCondition(p Plan, generation int64) metav1.Condition {
 	}
 	return c
 }
+
+// KstatusConditions are the placement's Reconciling and Stalled, read from its
+// ClusterSetsBound and DecisionsSettled the way kstatus (helm --wait, Flux,
+// Argo CD) expects them, both always present: Stalled is True while a cluster
+// set is not bound (only a person can bind it); otherwise Reconciling is True
+// while the PlacementDecisions move to the final layout. Reconciling carries
+// DecisionsSettled's reason, Stalled ClusterSetsBound's.
+func KstatusConditions(setsBound, settled metav1.Condition) []metav1.Condition {
+	reconciling := metav1.Condition{Type: string(fleetv1alpha1.PlacementReconciling), Status: metav1.ConditionFalse,
+		Reason: settled.Reason, Message: settled.Message, ObservedGeneration: settled.ObservedGeneration}
+	stalled := metav1.Condition{Type: string(fleetv1alpha1.PlacementStalled), Status: metav1.ConditionFalse,
+		Reason: setsBound.Reason, Message: setsBound.Message, ObservedGeneration: setsBound.ObservedGeneration}
+	switch {
+	case setsBound.Status == metav1.ConditionFalse:
+		stalled.Status = metav1.ConditionTrue
+	case settled.Status != metav1.ConditionTrue:
+		reconciling.Status = metav1.ConditionTrue
+	}
+	return []metav1.Condition{reconciling, stalled}
+}
+
+// InvalidSpecConditions are Reconciling False and Stalled True for a placement
+// whose spec cannot be planned (reason InvalidClusterSelector or
+// InvalidGroupStrategy): nothing is selected or written until it is fixed.
+func InvalidSpecConditions(reason fleetv1alpha1.PlacementReason, why string, generation int64) []metav1.Condition {
+	return []metav1.Condition{
+		{Type: string(fleetv1alpha1.PlacementReconciling), Status: metav1.ConditionFalse, Reason: string(reason), Message: why, ObservedGeneration: generation},
+		{Type: string(fleetv1alpha1.PlacementStalled), Status: metav1.ConditionTrue, Reason: string(reason), Message: why, ObservedGeneration: generation},
+	}
+}

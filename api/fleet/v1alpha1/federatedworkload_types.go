@@ -167,7 +167,7 @@ type FederatedWorkloadStatus struct {
 	// +optional
 	Clusters []FederatedClusterStatus `json:"clusters,omitempty"`
 
-	// Conditions: Available, Progressing, Paused.
+	// Conditions: Available, Progressing, Paused, Reconciling, Stalled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -247,6 +247,15 @@ const (
 	FederatedWorkloadProgressing FederatedWorkloadConditionType = "Progressing"
 	// FederatedWorkloadPaused mirrors spec.rolloutStrategy.paused.
 	FederatedWorkloadPaused FederatedWorkloadConditionType = "Paused"
+	// FederatedWorkloadReconciling is True while the hub still moves the
+	// workload towards its spec by itself (a rollout or a re-division under
+	// way, or no cluster placed yet); its reason is Progressing's. Tools that
+	// compute kstatus (helm --wait, Flux, Argo CD) wait while it is True.
+	FederatedWorkloadReconciling FederatedWorkloadConditionType = "Reconciling"
+	// FederatedWorkloadStalled is True when the rollout cannot go on by itself
+	// (a member object conflict, or a round that cannot be planned); its
+	// reason is Progressing's. kstatus reports such a workload as Failed.
+	FederatedWorkloadStalled FederatedWorkloadConditionType = "Stalled"
 )
 
 // FederatedWorkloadReason is the machine-readable reason of a

@@ -150,7 +150,7 @@ type PlacementStatus struct {
 	// +optional
 	DecisionGroups []DecisionGroupStatus `json:"decisionGroups,omitempty"`
 
-	// Conditions: ClusterSetsBound, DecisionsSettled.
+	// Conditions: ClusterSetsBound, DecisionsSettled, Reconciling, Stalled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -220,6 +220,29 @@ const (
 	// named in spec.clusterSets is not bound to it, or a binding names a set
 	// that does not exist (False).
 	PlacementReasonClusterSetUnbound PlacementReason = "ClusterSetUnbound"
+)
+
+// PlacementReconciling is True while the PlacementDecisions move to the final
+// layout (DecisionsSettled False, with its reason). Tools that compute kstatus
+// (helm --wait, Flux, Argo CD) wait while it is True.
+const PlacementReconciling PlacementConditionType = "Reconciling"
+
+// PlacementStalled is True when the placement cannot reach its spec by itself:
+// its cluster sets are not all bound (reason ClusterSetUnbound), or its
+// spec.clusterSelector or group strategy is invalid. kstatus reports such a
+// placement as Failed. When False its reason is ClusterSetsBound.
+const PlacementStalled PlacementConditionType = "Stalled"
+
+// Reasons of the Stalled condition (besides ClusterSetUnbound and
+// ClusterSetsBound).
+const (
+	// PlacementReasonInvalidClusterSelector: spec.clusterSelector does not
+	// parse; nothing is selected or written until it is fixed.
+	PlacementReasonInvalidClusterSelector PlacementReason = "InvalidClusterSelector"
+	// PlacementReasonInvalidGroupStrategy: the selected clusters cannot be
+	// grouped as spec.decisionStrategy.groupStrategy asks; nothing is written
+	// until it is fixed.
+	PlacementReasonInvalidGroupStrategy PlacementReason = "InvalidGroupStrategy"
 )
 
 // Placement chooses member clusters by label, among the MemberClusterSets bound

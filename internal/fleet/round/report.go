@@ -62,13 +62,17 @@ func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan) (f
 }
 
 // stuck is the output of a round that cannot be planned: Progressing False
-// with why, and nothing written to any member.
+// with why (Stalled, or Reconciling while no cluster is placed yet), and
+// nothing written to any member.
 func stuck(in Input, reason fleetv1alpha1.FederatedWorkloadReason, why string, requeue time.Duration) Output {
 	fw := in.Workload
 	st := fw.Status.DeepCopy()
 	st.ObservedGeneration = fw.Generation
-	setCondition(st, metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse,
-		Reason: string(reason), Message: message.Truncate(why, maxMessage)}, fw.Generation, in.Now)
+	prog := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadProgressing), Status: metav1.ConditionFalse,
+		Reason: string(reason), Message: message.Truncate(why, maxMessage)}
+	for _, c := range append([]metav1.Condition{prog}, kstatusConditions(prog)...) {
+		setCondition(st, c, fw.Generation, in.Now)
+	}
 	return Output{Stuck: reason, Status: *st, Requeue: requeue}
 }
 

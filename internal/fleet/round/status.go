@@ -88,8 +88,29 @@ func summarize(unit string, replicas int32, paused bool, views []MemberView, pla
 	if paused {
 		pause.Status, pause.Reason, pause.Message = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused), "spec.rolloutStrategy.paused is true: no member starts a new replacement"
 	}
-	s.Conditions = []metav1.Condition{avail, prog, pause}
+	s.Conditions = append([]metav1.Condition{avail, prog, pause}, kstatusConditions(prog)...)
 	return s
+}
+
+// kstatusConditions are Reconciling and Stalled, read from Progressing the way
+// kstatus (helm --wait, Flux, Argo CD) expects them, both always present with
+// Progressing's reason and message, as on a PodCliqueSet: Reconciling is True
+// while the hub still has work it will do by itself (a rollout or a
+// re-division, or waiting for the placement to place a cluster); a rollout
+// held by design (paused) is not reconciling; one that only a person can move
+// on (a member object conflict, a round that cannot be planned) is stalled.
+func kstatusConditions(prog metav1.Condition) []metav1.Condition {
+	reconciling := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadReconciling), Status: metav1.ConditionFalse, Reason: prog.Reason, Message: prog.Message}
+	stalled := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadStalled), Status: metav1.ConditionFalse, Reason: prog.Reason, Message: prog.Message}
+	switch fleetv1alpha1.FederatedWorkloadReason(prog.Reason) {
+	case fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress, fleetv1alpha1.FederatedWorkloadReasonNoClustersPlaced:
+		reconciling.Status = metav1.ConditionTrue
+	case fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict, fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound,
+		fleetv1alpha1.FederatedWorkloadReasonTooManyClusters, fleetv1alpha1.FederatedWorkloadReasonInvalidTemplate,
+		fleetv1alpha1.FederatedWorkloadReasonInvalidDivision, fleetv1alpha1.FederatedWorkloadReasonAlignFailed:
+		stalled.Status = metav1.ConditionTrue
+	}
+	return []metav1.Condition{reconciling, stalled}
 }
 
 // waitOf is what the member holds the rollout up with, "" when nothing.

@@ -113,12 +113,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	sel, err := r.selection(ctx, &pl)
 	if err != nil {
-		return ctrl.Result{}, err
+		return requeue.OnConflict(ctrl.Result{}, err)
 	}
 	selected := sel.Clusters
 	desired, err := fleet.DesiredLayout(pl.Name, selected, pl.Spec.DecisionStrategy.GroupStrategy)
 	if err != nil {
-		r.Recorder.Eventf(&pl, nil, corev1.EventTypeWarning, "InvalidGroupStrategy", "Plan", "Cannot group the selected clusters: %v", err)
+		r.Recorder.Eventf(&pl, nil, corev1.EventTypeWarning, string(fleetv1alpha1.PlacementReasonInvalidGroupStrategy), "Plan", "Cannot group the selected clusters: %v", err)
+		if werr := r.writeStalled(ctx, &pl, fleetv1alpha1.PlacementReasonInvalidGroupStrategy, "cannot group the selected clusters: "+err.Error()); werr != nil {
+			return requeue.OnConflict(ctrl.Result{}, werr)
+		}
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("laying out placement %s: %w", req, err))
 	}
 	observed, err := r.observedSlices(ctx, &pl)
@@ -165,6 +168,9 @@ func (r *Reconciler) selection(ctx context.Context, pl *fleetv1alpha1.Placement)
 	}
 	sel, err := fleet.Select(fleet.SelectionInput{Placement: pl, Sets: sets.Items, Bindings: bindings.Items, Members: members.Items})
 	if err != nil {
+		if werr := r.writeStalled(ctx, pl, fleetv1alpha1.PlacementReasonInvalidClusterSelector, err.Error()); werr != nil {
+			return sel, werr
+		}
 		return sel, reconcile.TerminalError(fmt.Errorf("selecting the clusters of placement %s/%s: %w", pl.Namespace, pl.Name, err))
 	}
 	return sel, nil
@@ -222,8 +228,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, pl *fleetv1alpha1.Placemen
 		pl.Status.NumberOfSelectedClusters = int32(selected)
 		pl.Status.DecisionGroups = desired.GroupStatus()
 		pl.Status.NumberOfDecisionGroups = int32(len(pl.Status.DecisionGroups))
-		meta.SetStatusCondition(&pl.Status.Conditions, setsBound)
-		meta.SetStatusCondition(&pl.Status.Conditions, fleet.SettledCondition(plan, pl.Generation))
+		settled := fleet.SettledCondition(plan, pl.Generation)
+		for _, c := range append([]metav1.Condition{setsBound, settled}, fleet.KstatusConditions(setsBound, settled)...) {
+			meta.SetStatusCondition(&pl.Status.Conditions, c)
+		}
 	})
 	if err != nil {
 		return err
@@ -243,6 +251,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, pl *fleetv1alpha1.Placemen
 			"%d cluster(s) in %d decision group(s), published in %d PlacementDecision(s)", selected, len(desired.Groups), len(desired.Slices))
 	}
 	return nil
+}
+
+// writeStalled records a spec that cannot be planned: Stalled True with why,
+// at the placement's generation (kstatus reads a lagging observedGeneration as
+// InProgress, not Failed). The rest of the status stays as it was.
+func (r *Reconciler) writeStalled(ctx context.Context, pl *fleetv1alpha1.Placement, reason fleetv1alpha1.PlacementReason, why string) error {
+	return write.Status(ctx, r.Client, pl, func(pl *fleetv1alpha1.Placement) {
+		pl.Status.ObservedGeneration = pl.Generation
+		for _, c := range fleet.InvalidSpecConditions(reason, why, pl.Generation) {
+			meta.SetStatusCondition(&pl.Status.Conditions, c)
+		}
+	})
 }
 
 // announce says, in the log and an event, what the plan is about to do and

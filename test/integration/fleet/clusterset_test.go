@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,8 +133,8 @@ func waitForPlacement(t *testing.T, ns string, want []string, bound metav1.Condi
 		want = []string{}
 	}
 	var got metav1.Condition
+	var pl fleetv1alpha1.Placement
 	eventually(t, csTimeout, fmt.Sprintf("placement %s/p selecting %v with ClusterSetsBound=%s", ns, want, bound), func() (bool, string) {
-		var pl fleetv1alpha1.Placement
 		if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: placementName}, &pl); err != nil {
 			return false, err.Error()
 		}
@@ -163,6 +164,18 @@ func waitForPlacement(t *testing.T, ns string, want []string, bound metav1.Condi
 	}
 	if got.Reason != string(wantReason) {
 		t.Errorf("ClusterSetsBound reason %s, want %s (%s)", got.Reason, wantReason, got.Message)
+	}
+	// kstatus (helm --wait, Flux, Argo CD): a settled placement is Current, one
+	// whose sets are not bound Failed (Stalled, with ClusterSetsBound's reason).
+	wantKstatus := kstatus.CurrentStatus
+	if bound == metav1.ConditionFalse {
+		wantKstatus = kstatus.FailedStatus
+	}
+	if k := placementKstatus(t, &pl); k != wantKstatus {
+		t.Errorf("kstatus %s, want %s; conditions %+v", k, wantKstatus, pl.Status.Conditions)
+	}
+	if c := meta.FindStatusCondition(pl.Status.Conditions, string(fleetv1alpha1.PlacementStalled)); c == nil || c.Reason != string(wantReason) {
+		t.Errorf("Stalled %+v, want reason %s", c, wantReason)
 	}
 }
 

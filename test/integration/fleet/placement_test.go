@@ -14,7 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -231,6 +234,24 @@ func waitForSettled(t *testing.T, ns string) *fleetv1alpha1.Placement {
 	return &pl
 }
 
+// placementKstatus is the kstatus of pl, as helm --wait, Flux and Argo CD
+// compute it.
+func placementKstatus(t *testing.T, pl *fleetv1alpha1.Placement) kstatus.Status {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(fleetv1alpha1.GroupVersion.String())
+	u.SetKind("Placement")
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
 func TestPlacement_ClusterJoinsLeavesAndTurnsNotReady_NoneOfTheOthersIsEverMissing(t *testing.T) {
 	ensureFleet(t)
 	ns := newNamespace(t, "joins")
@@ -445,10 +466,21 @@ func TestPlacement_HubRestartedMidUpdate_ResumesWithoutAbsence(t *testing.T) {
 				t.Fatalf("settled before the crash:\n%s", fleetsim.Render(mid))
 			}
 			t.Logf("state at the crash:\n%s", fleetsim.Render(mid))
+			// the status was written before the decisions: mid-update, kstatus
+			// (helm --wait, Flux, Argo CD) waits
+			var pl fleetv1alpha1.Placement
+			if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: placementName}, &pl); err != nil {
+				t.Fatal(err)
+			}
+			if k := placementKstatus(t, &pl); k != kstatus.InProgressStatus {
+				t.Errorf("kstatus mid-update %s, want InProgress; conditions %+v", k, pl.Status.Conditions)
+			}
 
 			runPlacementController(t, nil)
 			waitForState(t, w, fiveGroups)
-			waitForSettled(t, ns)
+			if k := placementKstatus(t, waitForSettled(t, ns)); k != kstatus.CurrentStatus {
+				t.Errorf("kstatus once settled %s, want Current", k)
+			}
 			assertNoViolations(t, w)
 		})
 	}
