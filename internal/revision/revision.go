@@ -10,6 +10,17 @@
 // spec.template. Hashes are taken over the JSON the API stores, in which unset
 // fields are omitted, so an operator upgrade that learns new optional fields does
 // not change them and never rolls pods.
+//
+// The canonical form is CanonicalFormVersion. The version is not part of the
+// hashed bytes (adding it would have changed every hash already running), so the
+// rule is instead: what is hashed is a pod template as its Go type marshals it,
+// the groupMember and roleHash shapes below, and nothing else; Default() must
+// never write into what is hashed; a field that starts to count must hash to the
+// same bytes when it is unset or at its default (as groupMember.MinAvailable
+// does, through EffectiveMinAvailable). testdata/golden-revisions.json pins the
+// revisions of every example: a change there, including one brought by a
+// k8s.io/api upgrade that changes how a pod template marshals, rolls every
+// running PodCliqueSet like it when the operator is upgraded.
 package revision
 
 import (
@@ -24,6 +35,10 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
+
+// CanonicalFormVersion names the canonical form hashes are taken over (see the
+// package doc). It is recorded next to the golden revisions, never hashed.
+const CanonicalFormVersion = 1
 
 // ForSpec returns the revision of a PodCliqueSet spec: its name (as used for the
 // ControllerRevision and the lockstep.dev/podcliqueset-revision label) and the
@@ -48,7 +63,11 @@ func ForSpec(pcsName string, spec *v1alpha1.PodCliqueSetSpec) (rollout.SetRevisi
 		roles = append(roles, rollout.RoleRevision{Role: g.Name, Revision: h})
 	}
 	sort.Slice(roles, func(i, j int) bool { return roles[i].Role < roles[j].Role })
-	setHash, err := hash(roles)
+	keys := make([]roleHash, len(roles))
+	for i, r := range roles {
+		keys[i] = roleHash(r)
+	}
+	setHash, err := hash(keys)
 	if err != nil {
 		return rollout.SetRevision{}, err
 	}
@@ -59,6 +78,14 @@ func ForSpec(pcsName string, spec *v1alpha1.PodCliqueSetSpec) (rollout.SetRevisi
 // lockstep.dev/template-hash label.
 func PodTemplateHash(t *corev1.PodTemplateSpec) (string, error) {
 	return hash(t)
+}
+
+// roleHash is what the set revision hashes of one role. It is its own type, with
+// frozen JSON names, so that a field added to rollout.RoleRevision does not change
+// every set revision.
+type roleHash struct {
+	Role     string `json:"Role"`
+	Revision string `json:"Revision"`
 }
 
 // groupMember is what of a member clique shapes a group replica.
