@@ -197,24 +197,7 @@ func TestPlan_ANewWorkloadIsCreatedWhereTheMembersAnswer(t *testing.T) {
 // The workload's own object is applied to by its UID; a settled fleet is
 // re-asserted every resync, with no Event and no change of status.
 func TestPlan_ASettledFleetIsReassertedByUID(t *testing.T) {
-	fw := withSettledStatus(workload(4), map[string]int32{"a": 2, "b": 2})
-	rest := fleetv1alpha1.MemberGrant{Started: true, Paused: true, MaxUnavailable: 1}
-	in := fleetOf(fw, []string{"a", "b"}, map[string]Observed{
-		"a": {Read: true, Object: settled(t, fw, 2, "uid-a", rest), ReplicaSetsRead: true},
-		"b": {Read: true, Object: settled(t, fw, 2, "uid-b", rest), ReplicaSetsRead: true},
-	})
-	// the Deployments' own ReplicaSets
-	for _, c := range []string{"a", "b"} {
-		obs := in.Members[c]
-		obs.Object.SetAnnotations(map[string]string{fleetv1alpha1.AnnotationTemplateRevision: obs.Object.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision],
-			"deployment.kubernetes.io/revision": "1"})
-		rs := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(2)},
-			"status": map[string]any{"replicas": int64(2), "availableReplicas": int64(2)}}}
-		rs.SetAnnotations(map[string]string{"deployment.kubernetes.io/revision": "1"})
-		rs.SetOwnerReferences([]metav1.OwnerReference{{UID: obs.Object.GetUID()}})
-		obs.ReplicaSets = []unstructured.Unstructured{rs}
-		in.Members[c] = obs
-	}
+	fw, in := settledFleet(t)
 	first := Plan(in)
 	in.Workload = fw.DeepCopy()
 	in.Workload.Status = first.Status
