@@ -264,7 +264,13 @@ func TestMemberStoppedMidRolloutKeepsItsCharge(t *testing.T) {
 
 	restarted := time.Now()
 	startM1()
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.dumpMember("m1")
+		}
+	})
 	s.waitNodeLeasesTaken("m1", restarted)
+	s.waitNodesSchedulable("m1")
 	s.waitMemberReady("m1", metav1.ConditionTrue)
 	s.finish(w, 10)
 	s.checkWatcher(w)
@@ -313,6 +319,55 @@ func (s *story) waitNodeLeasesTaken(m string, since time.Time) {
 		}
 		return true, ""
 	})
+}
+
+// waitNodesSchedulable waits until every node of member m is Ready and
+// carries none of the node lifecycle controller's taints: a restarted control
+// plane first marks nodes it has not heard from unreachable, and new pods wait
+// until the restarted kwok's heartbeats clear that.
+func (s *story) waitNodesSchedulable(m string) {
+	s.t.Helper()
+	s.eventually("the nodes of "+m+" Ready and untainted", func() (bool, string) {
+		var nodes corev1.NodeList
+		if err := s.members[m].List(s.ctx, &nodes); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			ready := false
+			for _, c := range n.Status.Conditions {
+				ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+			}
+			if !ready {
+				return false, n.Name + ": not Ready"
+			}
+			for _, taint := range n.Spec.Taints {
+				if strings.HasPrefix(taint.Key, "node.kubernetes.io/") {
+					return false, n.Name + ": tainted " + taint.Key
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// dumpMember logs member m's nodes and the story's pods there, so a failure
+// after a restart says which part of the member did not come back.
+func (s *story) dumpMember(m string) {
+	var nodes corev1.NodeList
+	if err := s.members[m].List(s.ctx, &nodes); err != nil {
+		s.t.Logf("%s: listing nodes: %v", m, err)
+	}
+	for _, n := range nodes.Items {
+		s.t.Logf("%s: node %s taints %v conditions %v", m, n.Name, n.Spec.Taints, n.Status.Conditions)
+	}
+	var pods corev1.PodList
+	if err := s.members[m].List(s.ctx, &pods, client.InNamespace(s.ns)); err != nil {
+		s.t.Logf("%s: listing pods: %v", m, err)
+	}
+	for _, p := range pods.Items {
+		s.t.Logf("%s: pod %s node %q phase %s deleting %t conditions %v", m, p.Name, p.Spec.NodeName, p.Status.Phase,
+			p.DeletionTimestamp != nil, p.Status.Conditions)
+	}
 }
 
 func (s *story) waitMemberReady(m string, want metav1.ConditionStatus) {
