@@ -195,19 +195,26 @@ func TestMissedDeletion_IsJudgedAfterTheRelist(t *testing.T) {
 				w.run(replacementOf(sp(0, fe, 1)))
 				h.OnAdd(w.pods[victim.Name+"-r"].DeepCopy(), false)
 			}
+			// The deletion is judged on a timer's goroutine: read the
+			// recorder under the monitor's lock.
+			timeline := func() string {
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				return w.timelineText()
+			}
 			deadline := time.Now().Add(10 * relistSettle)
-			for !strings.Contains(w.timelineText(), "missed by the watch") {
+			for !strings.Contains(timeline(), "missed by the watch") {
 				if time.Now().After(deadline) {
-					t.Fatalf("the missed deletion was not recorded:\n%s", w.timelineText())
+					t.Fatalf("the missed deletion was not recorded:\n%s", timeline())
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
 			}
 			err := m.Err()
 			switch {
 			case surgeReady && err != nil:
 				t.Fatalf("a deletion after the surge pod was ready: %v", err)
 			case !surgeReady && err == nil:
-				t.Fatalf("a deletion with the surge pod not ready broke nothing:\n%s", w.timelineText())
+				t.Fatalf("a deletion with the surge pod not ready broke nothing:\n%s", timeline())
 			}
 		})
 	}
