@@ -1,6 +1,7 @@
 // Package cli is `kubectl lockstep`: the verbs of the lockstep binary that look
-// at and steer PodCliqueSet rollouts in a cluster (get, status, history, undo,
-// pause, resume, promote, restart). Rendering lives in internal/cli/view and
+// at and steer rollouts (get, status, history, undo, pause, resume, promote,
+// restart) of PodCliqueSets in a cluster and of FederatedWorkloads on a fleet's
+// hub, and show a hub's Placements. Rendering lives in internal/cli/view and
 // the status verdict in internal/cli/verdict; this package talks to the
 // cluster.
 package cli
@@ -10,17 +11,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 )
@@ -77,7 +81,7 @@ type session struct {
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, v1alpha1.AddToScheme, fleetv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -102,45 +106,88 @@ func (s *session) connect() error {
 // getPCS reads the PodCliqueSet; a missing one is a usage error (exit 2).
 func (s *session) getPCS(ctx context.Context, name string) (*v1alpha1.PodCliqueSet, error) {
 	pcs := &v1alpha1.PodCliqueSet{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, pcs); err != nil {
+	return pcs, s.read(ctx, kindPodCliqueSet, name, pcs)
+}
+
+// getFW reads the FederatedWorkload; a missing one is a usage error (exit 2).
+func (s *session) getFW(ctx context.Context, name string) (*fleetv1alpha1.FederatedWorkload, error) {
+	fw := &fleetv1alpha1.FederatedWorkload{}
+	return fw, s.read(ctx, kindFederatedWorkload, name, fw)
+}
+
+// read reads the object k name of the namespace into obj; a missing one is a
+// usage error (exit 2).
+func (s *session) read(ctx context.Context, k kind, name string, obj client.Object) error {
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, usage("PodCliqueSet %s/%s not found", s.ns, name)
+			return usage("%s %s/%s not found", k, s.ns, name)
 		}
-		return nil, fmt.Errorf("reading PodCliqueSet %s/%s: %w", s.ns, name, err)
+		if meta.IsNoMatchError(err) && k != kindPodCliqueSet {
+			return usage("this cluster serves no %ss: they live on a fleet's hub (is --context or KUBECONFIG the hub's?)", k)
+		}
+		return fmt.Errorf("reading %s %s/%s: %w", k, s.ns, name, err)
 	}
-	return pcs, nil
+	return nil
 }
 
-// resolveKind accepts the names of PodCliqueSet and refuses the rest, saying
-// which kinds the plugin serves.
-func resolveKind(kind string) error {
-	switch strings.ToLower(kind) {
+// kind is a kind of object the plugin serves.
+type kind int
+
+const (
+	kindPodCliqueSet kind = iota
+	kindFederatedWorkload
+	kindPlacement
+)
+
+func (k kind) String() string {
+	return [...]string{"PodCliqueSet", "FederatedWorkload", "Placement"}[k]
+}
+
+// resource is the kind as kubectl prints it: "federatedworkload/web".
+func (k kind) resource() string { return strings.ToLower(k.String()) }
+
+// resolveKind reads the names of the kinds the plugin serves, as kubectl
+// accepts them (short names, plural, with group).
+func resolveKind(name string) (kind, error) {
+	switch strings.ToLower(name) {
 	case "pcs", "podcliqueset", "podcliquesets", "podcliqueset.lockstep.dev", "podcliquesets.lockstep.dev":
-		return nil
-	case "fw", "federatedworkload", "federatedworkloads", "federatedworkload.fleet.lockstep.dev", "federatedworkloads.fleet.lockstep.dev":
-		return usage("FederatedWorkload is not supported yet: kubectl lockstep works on PodCliqueSets only")
+		return kindPodCliqueSet, nil
+	case "fw", "fwl", "federatedworkload", "federatedworkloads", "federatedworkload.fleet.lockstep.dev", "federatedworkloads.fleet.lockstep.dev":
+		return kindFederatedWorkload, nil
+	case "plc", "placement", "placements", "placement.fleet.lockstep.dev", "placements.fleet.lockstep.dev":
+		return kindPlacement, nil
 	}
-	return usage("kind %q is not supported: kubectl lockstep works on PodCliqueSets (pcs) only", kind)
+	return 0, usage("kind %q is not supported: kubectl lockstep works on PodCliqueSets (pcs), FederatedWorkloads (fw) and, with get and status, Placements (placement)", name)
 }
 
-// nameArg reads NAME or KIND/NAME.
-func nameArg(arg string) (string, error) {
-	if kind, name, ok := strings.Cut(arg, "/"); ok {
-		if err := resolveKind(kind); err != nil {
-			return "", err
+// target reads NAME (a PodCliqueSet) or KIND/NAME for verb, which serves the
+// kinds given.
+func target(verb, arg string, serves ...kind) (kind, string, error) {
+	k, name := kindPodCliqueSet, arg
+	if kn, n, ok := strings.Cut(arg, "/"); ok {
+		var err error
+		if k, err = resolveKind(kn); err != nil {
+			return 0, "", err
 		}
-		arg = name
+		name = n
 	}
-	if arg == "" {
-		return "", usage("a PodCliqueSet name is required")
+	if name == "" {
+		return 0, "", usage("a %s name is required", k)
 	}
-	return arg, nil
+	if !slices.Contains(serves, k) {
+		var names []string
+		for _, s := range serves {
+			names = append(names, s.String()+"s")
+		}
+		return 0, "", usage("%s works on %s, not on a %s", verb, strings.Join(names, " and "), k)
+	}
+	return k, name, nil
 }
 
-// oneName is the Args of verbs that take one PodCliqueSet.
+// oneName is the Args of verbs that take one object.
 func oneName(_ *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usage("expected one PodCliqueSet name, got %d arguments", len(args))
+		return usage("expected one name (NAME or KIND/NAME), got %d arguments", len(args))
 	}
 	return nil
 }
@@ -164,4 +211,4 @@ func Commands(out io.Writer) []*cobra.Command {
 }
 
 // Group is the help group the plugin verbs are listed under.
-var Group = &cobra.Group{ID: "plugin", Title: "Rollouts in a cluster (kubectl lockstep):"}
+var Group = &cobra.Group{ID: "plugin", Title: "Rollouts in a cluster or over a fleet (kubectl lockstep):"}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,7 @@ var (
 	env        *testenv.Env
 	kubeconfig string
 	nsCounter  atomic.Int32
+	tmpDir     string
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -53,18 +55,24 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	tmpDir = dir
 	kubeconfig = filepath.Join(dir, "kubeconfig")
-	cfg := env.Config
+	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopHub()
+	return m.Run()
+}
+
+// writeKubeconfig writes an admin kubeconfig for cfg's cluster to path.
+func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
 	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return clientcmd.WriteToFile(*kc, path)
 }
 
 // run runs a verb as the binary would, in namespace ns, and returns its output
@@ -93,11 +101,16 @@ func (s *syncBuffer) String() string {
 }
 
 func runTo(ctx context.Context, out *syncBuffer, ns string, args ...string) (string, int) {
+	return runOn(ctx, kubeconfig, out, ns, args...)
+}
+
+// runOn runs a verb against the cluster of the kubeconfig kc.
+func runOn(ctx context.Context, kc string, out *syncBuffer, ns string, args ...string) (string, int) {
 	var errOut bytes.Buffer
 	root := &cobra.Command{Use: "lockstep", SilenceErrors: true, SilenceUsage: true}
 	root.AddGroup(Group)
 	root.AddCommand(Commands(out)...)
-	root.SetArgs(append(args, "--kubeconfig", kubeconfig, "-n", ns))
+	root.SetArgs(append(args, "--kubeconfig", kc, "-n", ns))
 	code := ExitCode(root.ExecuteContext(ctx), &errOut)
 	return out.String() + errOut.String(), code
 }
@@ -302,6 +315,12 @@ func TestStatus_ExitCodesFromTheProgressingCondition(t *testing.T) {
 // its first line.
 func awaitCode(t *testing.T, ns string, act func(), args ...string) (string, int) {
 	t.Helper()
+	return awaitCodeOn(t, kubeconfig, ns, act, args...)
+}
+
+// awaitCodeOn is awaitCode against the cluster of the kubeconfig kc.
+func awaitCodeOn(t *testing.T, kc, ns string, act func(), args ...string) (string, int) {
+	t.Helper()
 	type result struct {
 		out  string
 		code int
@@ -309,7 +328,7 @@ func awaitCode(t *testing.T, ns string, act func(), args ...string) (string, int
 	done := make(chan result, 1)
 	var out syncBuffer
 	go func() {
-		all, code := runTo(t.Context(), &out, ns, args...)
+		all, code := runOn(t.Context(), kc, &out, ns, args...)
 		done <- result{all, code}
 	}()
 	eventually(t, "the first line of "+args[0], func() bool { return strings.Contains(out.String(), "\n") })
@@ -440,10 +459,13 @@ func TestGet_RendersAndPrintsTheObject(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, ns, 0, "get", "pcs", pcs.Name, "-o", "json")), &obj); err != nil || obj.Name != pcs.Name || obj.Kind != "PodCliqueSet" {
 		t.Errorf("get -o json: %v, %s %s", err, obj.Kind, obj.Name)
 	}
+	// FederatedWorkloads live on a hub; this cluster serves none.
 	out = mustRun(t, ns, verdict.Usage, "get", "federatedworkload", "x")
-	if !strings.Contains(out, "FederatedWorkload is not supported yet") {
-		t.Errorf("get federatedworkload said %q", out)
+	if !strings.Contains(out, "they live on a fleet's hub") {
+		t.Errorf("get federatedworkload on a cluster without the fleet CRDs said %q", out)
 	}
+	mustRun(t, ns, verdict.Usage, "get", "deployment/x")
+	mustRun(t, ns, verdict.Usage, "get", "x")
 	mustRun(t, ns, verdict.Usage, "get", "pcs", "nope")
 	// -w ends at once on a finished rollout with --until-done.
 	setProgressing(t, pcs, metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete)

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 )
@@ -33,26 +34,34 @@ func (s *session) patch(ctx context.Context, name string, edit func(*v1alpha1.Po
 }
 
 func newPauseCommand(s *session, pause bool) *cobra.Command {
-	use, short, done := "pause NAME", "Hold a PodCliqueSet's rollout where it is (spec.paused)", "paused"
+	verb, short, done := "pause", "Hold a rollout where it is (a PodCliqueSet's spec.paused, a FederatedWorkload's spec.rolloutStrategy.paused)", "paused"
 	if !pause {
-		use, short, done = "resume NAME", "Let a paused PodCliqueSet's rollout go on", "resumed"
+		verb, short, done = "resume", "Let a paused rollout go on", "resumed"
 	}
 	return &cobra.Command{
-		Use:   use,
+		Use:   verb + " NAME | fw/NAME",
 		Short: short,
 		Args:  oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			k, name, err := target(verb, args[0], kindPodCliqueSet, kindFederatedWorkload)
 			if err != nil {
 				return err
 			}
-			if _, err := s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
-				p.Spec.Paused = pause
-				return nil
-			}); err != nil {
+			if k == kindFederatedWorkload {
+				_, err = s.patchFW(cmd.Context(), name, func(fw *fleetv1alpha1.FederatedWorkload) error {
+					fw.Spec.RolloutStrategy.Paused = pause
+					return nil
+				})
+			} else {
+				_, err = s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+					p.Spec.Paused = pause
+					return nil
+				})
+			}
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "podcliqueset/%s %s\n", name, done)
+			fmt.Fprintf(s.out, "%s/%s %s\n", k.resource(), name, done)
 			return nil
 		},
 	}
@@ -62,14 +71,15 @@ func newPromoteCommand(s *session) *cobra.Command {
 	var partition int32
 	var full bool
 	cmd := &cobra.Command{
-		Use:   "promote NAME [--partition N | --full]",
-		Short: "Move a staged rollout on: lower the partition by one replica, to N, or to 0 (--full)",
+		Use:   "promote NAME | fw/NAME [--partition N | --full]",
+		Short: "Move a staged rollout on: lower the partition by one unit, to N, or to 0 (--full)",
 		Example: `  kubectl lockstep promote disagg              # one more replica
   kubectl lockstep promote disagg --partition 2
-  kubectl lockstep promote disagg --full`,
+  kubectl lockstep promote disagg --full
+  kubectl lockstep promote fw/web --partition 4  # fleet-wide: 4 units stay old`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			k, name, err := target("promote", args[0], kindPodCliqueSet, kindFederatedWorkload)
 			if err != nil {
 				return err
 			}
@@ -79,6 +89,9 @@ func newPromoteCommand(s *session) *cobra.Command {
 			}
 			if set && partition < 0 {
 				return usage("--partition must not be negative")
+			}
+			if k == kindFederatedWorkload {
+				return s.promoteFW(cmd.Context(), name, set, partition, full)
 			}
 			var to int32
 			pcs, err := s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
@@ -122,16 +135,24 @@ func newPromoteCommand(s *session) *cobra.Command {
 func newRestartCommand(s *session) *cobra.Command {
 	var role string
 	cmd := &cobra.Command{
-		Use:   "restart NAME [--role R]",
+		Use:   "restart NAME | fw/NAME [--role R]",
 		Short: "Replace every pod (or a role's) through a normal rollout, by stamping the pod templates",
 		Long: `restart sets the ` + AnnotationRestartedAt + ` annotation on the pod templates of
 every clique, or of one role (a standalone clique, or a scaling group and its
-cliques): a new revision, rolled out under the PodCliqueSet's update strategy.`,
+cliques): a new revision, rolled out under the PodCliqueSet's update strategy.
+
+On a FederatedWorkload (fw/NAME) it stamps the member template's pod template
+(spec.template.spec.template; every clique's, or --role's, for a PodCliqueSet
+template): a new revision the hub rolls out over the fleet under
+spec.rolloutStrategy, as any template change.`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			k, name, err := target("restart", args[0], kindPodCliqueSet, kindFederatedWorkload)
 			if err != nil {
 				return err
+			}
+			if k == kindFederatedWorkload {
+				return s.restartFW(cmd.Context(), name, role)
 			}
 			stamp := time.Now().UTC().Format(time.RFC3339)
 			var touched []string
@@ -202,7 +223,7 @@ not answer within --timeout. Follow the rollback itself with status.`,
   kubectl lockstep undo disagg --to-revision 1`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			name, err := pcsOnly("undo", args[0])
 			if err != nil {
 				return err
 			}

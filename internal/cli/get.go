@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
-	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 	"github.com/lockstep-dev/lockstep/internal/cli/view"
 )
@@ -26,37 +30,144 @@ type getOptions struct {
 func newGetCommand(s *session) *cobra.Command {
 	o := &getOptions{}
 	cmd := &cobra.Command{
-		Use:   "get pcs NAME [-w] [--pods] [-o json|yaml]",
-		Short: "Show a PodCliqueSet's rollout: header, what it waits on, and its tree of replicas, roles and pods",
-		Long: `get shows where a PodCliqueSet's rollout stands: status and reason, strategy,
-role step, partition, pause, revisions and images, replica counts, time since
-the rollout started and until its progress deadline; the pods it waits on and
-why; and a tree in index order (replica, clique or scaling group, group replica,
-clique, pods) with icons and tags: rev, updating, held, surge, step i/N,
-gang:NotScheduled, ready n/m.
+		Use:   "get KIND NAME | KIND/NAME [-w] [--pods] [-o json|yaml]",
+		Short: "Show a rollout as a tree: a PodCliqueSet's replicas, roles and pods, a FederatedWorkload's member clusters, a Placement's decision groups",
+		Long: `get shows where a rollout stands.
 
-Icons: ✔ every pod ready, ◐ some ready, ✖ none ready, ○ not scheduled, ⊘ terminating.`,
+A PodCliqueSet (pcs): status and reason, strategy, role step, partition,
+pause, revisions and images, replica counts, time since the rollout started
+and until its progress deadline; the pods it waits on and why; and a tree in
+index order (replica, clique or scaling group, group replica, clique, pods)
+with icons and tags: rev, updating, held, surge, step i/N, gang:NotScheduled,
+ready n/m.
+
+A FederatedWorkload (fw), on a fleet's hub: status and reason, template kind
+and images, placement; what the whole fleet waits on; the workload (update
+revision, generation, updated and available units, the global maxUnavailable
+and maxSurge with how much of each is in use, partition, pause) and under it
+each member cluster: its share, its grant, updated and available units, and
+what it waits on.
+
+A Placement (placement), on a hub: its selection, strategy and conditions,
+and a tree of its decision groups, their PlacementDecisions (slices) and the
+clusters in each.
+
+Icons: ✔ every unit ready, ◐ some ready, ✖ none ready, ○ not scheduled, ⊘ terminating or leaving.`,
 		Example: `  kubectl lockstep get pcs disagg
   kubectl lockstep get pcs disagg -w --pods
-  kubectl lockstep get pcs disagg -w --until-done --timeout 5m --no-color`,
+  kubectl lockstep get pcs disagg -w --until-done --timeout 5m --no-color
+  kubectl lockstep get fw/web -w
+  kubectl lockstep get placement/gpu-clusters`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usage("expected KIND NAME (get pcs NAME), got %d arguments", len(args))
+			switch len(args) {
+			case 1:
+				if !strings.Contains(args[0], "/") {
+					return usage("expected KIND NAME or KIND/NAME (get pcs NAME, get fw/NAME), got %q", args[0])
+				}
+				_, _, err := target("get", args[0], kindPodCliqueSet, kindFederatedWorkload, kindPlacement)
+				return err
+			case 2:
+				_, err := resolveKind(args[0])
+				return err
 			}
-			return resolveKind(args[0])
+			return usage("expected KIND NAME or KIND/NAME (get pcs NAME, get fw/NAME), got %d arguments", len(args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return s.get(cmd.Context(), args[1], o)
+			arg := args[0]
+			if len(args) == 2 {
+				arg = args[0] + "/" + args[1]
+			}
+			k, name, err := target("get", arg, kindPodCliqueSet, kindFederatedWorkload, kindPlacement)
+			if err != nil {
+				return err
+			}
+			if o.pods && k != kindPodCliqueSet {
+				return usage("--pods is for PodCliqueSets: a %s's pods are in its member clusters", k)
+			}
+			switch k {
+			case kindFederatedWorkload:
+				return s.getFederated(cmd.Context(), name, o)
+			case kindPlacement:
+				return s.getPlacement(cmd.Context(), name, o)
+			}
+			return s.get(cmd.Context(), name, o)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&o.watch, "watch", "w", false, "Redraw on every change of the PodCliqueSet, its children or its pods.")
-	f.BoolVar(&o.pods, "pods", false, "List every pod instead of counts.")
+	f.BoolVarP(&o.watch, "watch", "w", false, "Redraw on every change of the object and what `get` shows of it.")
+	f.BoolVar(&o.pods, "pods", false, "List every pod instead of counts (PodCliqueSets).")
 	f.BoolVar(&o.noColor, "no-color", false, "No colours (the default when the output is not a terminal).")
-	f.StringVarP(&o.output, "output", "o", "", "Print the PodCliqueSet as json or yaml instead.")
+	f.StringVarP(&o.output, "output", "o", "", "Print the object as json or yaml instead.")
 	f.BoolVar(&o.untilDone, "until-done", false, "With -w: stop when the rollout completes, stalls or halts (exit status as `status`).")
 	f.DurationVar(&o.timeout, "timeout", 0, "With -w: stop after this long (0: never).")
 	return cmd
+}
+
+// checkOutput accepts -o json, yaml or nothing.
+func checkOutput(o *getOptions) error {
+	switch o.output {
+	case "", "json", "yaml":
+		return nil
+	}
+	return usage("--output must be json or yaml, got %q", o.output)
+}
+
+func (o *getOptions) viewOptions(s *session) view.Options {
+	return view.Options{Pods: o.pods, Color: isTerminal(s.out) && !o.noColor}
+}
+
+// frame is one drawing of a watched object: its text, the verdict
+// --until-done ends on, and whether the object is gone.
+type frame func(ctx context.Context) (text []byte, v verdict.Verdict, gone bool, err error)
+
+// follow redraws what draw returns each time changed fires (and, with tick,
+// every second on a terminal, for the clock fields) until ctx ends, the
+// object is deleted, or with --until-done its verdict is final.
+func (s *session) follow(ctx context.Context, o *getOptions, what string, changed <-chan struct{}, tick bool, draw frame) error {
+	tty := isTerminal(s.out)
+	var ticks <-chan time.Time
+	if tty && tick {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		ticks = t.C
+	}
+	var last []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-ticks:
+		}
+		text, v, gone, err := draw(ctx)
+		if err != nil {
+			return err
+		}
+		if gone {
+			fmt.Fprintf(s.out, "%s was deleted\n", what)
+			return &ExitError{Code: verdict.Failed}
+		}
+		if !bytes.Equal(text, last) {
+			if tty {
+				fmt.Fprint(s.out, "\x1b[H\x1b[2J")
+			} else if last != nil {
+				fmt.Fprintf(s.out, "\n--- %s\n", time.Now().Format("15:04:05"))
+			}
+			_, _ = s.out.Write(text)
+			last = text
+		}
+		if o.untilDone && v.Final {
+			return exitWith(v.Code)
+		}
+	}
+}
+
+// withTimeout bounds ctx by --timeout when it is set.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
 }
 
 func (s *session) get(ctx context.Context, name string, o *getOptions) error {
@@ -64,15 +175,13 @@ func (s *session) get(ctx context.Context, name string, o *getOptions) error {
 	if err != nil {
 		return err
 	}
-	switch o.output {
-	case "":
-	case "json", "yaml":
-		return s.printObject(pcs, o.output)
-	default:
-		return usage("--output must be json or yaml, got %q", o.output)
+	if err := checkOutput(o); err != nil {
+		return err
 	}
-	tty := isTerminal(s.out)
-	opts := view.Options{Pods: o.pods, Color: tty && !o.noColor}
+	if o.output != "" {
+		return s.printObject(pcs, o.output)
+	}
+	opts := o.viewOptions(s)
 	if !o.watch {
 		snap, err := load(ctx, s.client, s.ns, name, pcs)
 		if err != nil {
@@ -81,77 +190,135 @@ func (s *session) get(ctx context.Context, name string, o *getOptions) error {
 		snap.Now = time.Now()
 		return view.Render(s.out, snap, opts)
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
 	w, err := s.watch(ctx, name, false)
 	if err != nil {
 		return err
 	}
-	// On a terminal the clock fields move every second; in a pipe only changes print.
-	var tick <-chan time.Time
-	if tty {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		tick = t.C
-	}
-	var last []byte
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-w.changed:
-		case <-tick:
-		}
+	return s.follow(ctx, o, fmt.Sprintf("PodCliqueSet %s/%s", s.ns, name), w.changed, true, func(ctx context.Context) ([]byte, verdict.Verdict, bool, error) {
 		pcs, err := w.pcs(ctx)
-		if err != nil {
-			return err
-		}
-		if pcs == nil {
-			fmt.Fprintf(s.out, "PodCliqueSet %s/%s was deleted\n", s.ns, name)
-			return &ExitError{Code: verdict.Failed}
+		if err != nil || pcs == nil {
+			return nil, verdict.Verdict{}, pcs == nil, err
 		}
 		snap, err := load(ctx, w.cache, s.ns, name, pcs)
 		if err != nil {
-			return err
+			return nil, verdict.Verdict{}, false, err
 		}
 		snap.Now = time.Now()
-		var frame bytes.Buffer
-		if err := view.Render(&frame, snap, opts); err != nil {
-			return err
-		}
-		if !bytes.Equal(frame.Bytes(), last) {
-			if tty {
-				fmt.Fprint(s.out, "\x1b[H\x1b[2J")
-			} else if last != nil {
-				fmt.Fprintf(s.out, "\n--- %s\n", snap.Now.Format("15:04:05"))
-			}
-			_, _ = s.out.Write(frame.Bytes())
-			last = frame.Bytes()
-		}
-		if v := verdict.Of(verdict.Input{PCS: pcs}); o.untilDone && v.Final {
-			if v.Code != verdict.Complete {
-				return &ExitError{Code: v.Code}
-			}
-			return nil
-		}
-	}
+		var b bytes.Buffer
+		err = view.Render(&b, snap, opts)
+		return b.Bytes(), verdict.Of(verdict.Input{PCS: pcs}), false, err
+	})
 }
 
-func (s *session) printObject(pcs *v1alpha1.PodCliqueSet, format string) error {
-	pcs.APIVersion, pcs.Kind = v1alpha1.GroupVersion.String(), "PodCliqueSet"
-	pcs.ManagedFields = nil
+func (s *session) getFederated(ctx context.Context, name string, o *getOptions) error {
+	fw, err := s.getFW(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := checkOutput(o); err != nil {
+		return err
+	}
+	if o.output != "" {
+		return s.printObject(fw, o.output)
+	}
+	opts := o.viewOptions(s)
+	if !o.watch {
+		return view.RenderFederated(s.out, fw, opts)
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	w, err := s.watchFederated(ctx, name)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, o, fmt.Sprintf("FederatedWorkload %s/%s", s.ns, name), w.changed, false, func(ctx context.Context) ([]byte, verdict.Verdict, bool, error) {
+		fw, err := w.federated(ctx)
+		if err != nil || fw == nil {
+			return nil, verdict.Verdict{}, fw == nil, err
+		}
+		var b bytes.Buffer
+		err = view.RenderFederated(&b, fw, opts)
+		return b.Bytes(), verdict.OfFederated(verdict.FederatedInput{FW: fw}), false, err
+	})
+}
+
+// canListClusters tells whether the user may list MemberClusters (cluster
+// scoped: a tenant of the hub may not); the placement is drawn without their
+// state otherwise.
+func (s *session) canListClusters(ctx context.Context) (bool, error) {
+	var mcs fleetv1alpha1.MemberClusterList
+	err := s.client.List(ctx, &mcs, client.Limit(1))
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsForbidden(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("listing MemberClusters: %w", err)
+}
+
+func (s *session) getPlacement(ctx context.Context, name string, o *getOptions) error {
+	pl := &fleetv1alpha1.Placement{}
+	if err := s.read(ctx, kindPlacement, name, pl); err != nil {
+		return err
+	}
+	if err := checkOutput(o); err != nil {
+		return err
+	}
+	if o.output != "" {
+		return s.printObject(pl, o.output)
+	}
+	clusters, err := s.canListClusters(ctx)
+	if err != nil {
+		return err
+	}
+	opts := o.viewOptions(s)
+	if !o.watch {
+		snap, err := loadPlacement(ctx, s.client, s.ns, name, clusters)
+		if err != nil {
+			return err
+		}
+		if snap == nil {
+			return usage("Placement %s/%s not found", s.ns, name)
+		}
+		return view.RenderPlacement(s.out, snap, opts)
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	w, err := s.watchPlacement(ctx, name, clusters)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, o, fmt.Sprintf("Placement %s/%s", s.ns, name), w.changed, false, func(ctx context.Context) ([]byte, verdict.Verdict, bool, error) {
+		snap, err := loadPlacement(ctx, w.cache, s.ns, name, clusters)
+		if err != nil || snap == nil {
+			return nil, verdict.Verdict{}, snap == nil, err
+		}
+		var b bytes.Buffer
+		err = view.RenderPlacement(&b, snap, opts)
+		return b.Bytes(), verdict.OfPlacement(snap.Placement), false, err
+	})
+}
+
+// printObject prints obj as kubectl get -o does, without managed fields.
+func (s *session) printObject(obj client.Object, format string) error {
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj.SetManagedFields(nil)
 	if format == "yaml" {
-		b, err := yaml.Marshal(pcs)
+		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
 		}
 		_, err = s.out.Write(b)
 		return err
 	}
-	b, err := json.MarshalIndent(pcs, "", "    ")
+	b, err := json.MarshalIndent(obj, "", "    ")
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func newHistoryCommand(s *session) *cobra.Command {
   kubectl lockstep history disagg --revision 1`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			name, err := pcsOnly("history", args[0])
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 )
@@ -22,32 +23,48 @@ type statusOptions struct {
 	revision string
 }
 
-const statusLong = `status follows a PodCliqueSet's rollout and prints one line each time where
-it stands changes, until it is over; its exit status says how it ended:
+const statusLong = `status follows a rollout and prints one line each time where it stands
+changes, until it is over; its exit status says how it ended:
 
-  0  complete: every replica runs the update revision
-  1  failed: the progress deadline passed, a rollback failed, the PodCliqueSet
-     was deleted, or the revision given with --revision was replaced by another
-  2  usage error, or no such PodCliqueSet
+  0  complete: every replica runs the update revision (a Placement: its
+     decisions are settled)
+  1  failed: the progress deadline passed, a rollback failed, the object was
+     deleted, the revision given with --revision was replaced by another, or
+     a FederatedWorkload or Placement is Stalled (a member object conflict,
+     a spec the hub cannot act on)
+  2  usage error, or no such object
   3  --timeout passed while the rollout was still progressing (without
      --watch: it is progressing now)
   4  halted by design: paused, partition reached, or OnDelete waiting for
-     deletions; it will not finish until someone acts`
+     deletions; it will not finish until someone acts
+
+NAME is a PodCliqueSet; name a FederatedWorkload as fw/NAME and a Placement as
+placement/NAME (both on a fleet's hub).`
 
 func newStatusCommand(s *session) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status NAME [--watch] [--timeout D] [--revision R]",
-		Short: "Wait for a PodCliqueSet's rollout and exit with how it ended (0 complete, 1 failed, 3 timed out, 4 halted)",
+		Use:   "status NAME | KIND/NAME [--watch] [--timeout D] [--revision R]",
+		Short: "Wait for a rollout and exit with how it ended (0 complete, 1 failed, 3 timed out, 4 halted)",
 		Long:  statusLong,
 		Example: `  kubectl lockstep status disagg --timeout 10m
   kubectl lockstep status disagg --watch=false     # where it stands now, at once
-  kubectl lockstep status disagg --revision 3      # fail if another revision replaces 3`,
+  kubectl lockstep status disagg --revision 3      # fail if another revision replaces 3
+  kubectl lockstep status fw/web --timeout 10m     # a FederatedWorkload, on the hub`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := nameArg(args[0])
+			k, name, err := target("status", args[0], kindPodCliqueSet, kindFederatedWorkload, kindPlacement)
 			if err != nil {
 				return err
+			}
+			switch k {
+			case kindFederatedWorkload:
+				return s.statusFederated(cmd.Context(), name, o)
+			case kindPlacement:
+				if o.revision != "" {
+					return usage("--revision is for PodCliqueSets and FederatedWorkloads: a Placement has no revisions")
+				}
+				return s.statusPlacement(cmd.Context(), name, o)
 			}
 			return s.status(cmd.Context(), name, o)
 		},
@@ -55,9 +72,12 @@ func newStatusCommand(s *session) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVarP(&o.watch, "watch", "w", true, "Follow the rollout until it is over; --watch=false prints where it stands and exits.")
 	f.DurationVar(&o.timeout, "timeout", 0, "Give up after this long, exit status 3 (0: never).")
-	f.StringVar(&o.revision, "revision", "", "The revision to wait for (a number from `history`, or a ControllerRevision name).")
+	f.StringVar(&o.revision, "revision", "", "The revision to wait for: a number from `history` or a ControllerRevision name; for a FederatedWorkload, its status.updateRevision.")
 	return cmd
 }
+
+// verdictOf decides where a watched object's rollout stands.
+type verdictOf func(ctx context.Context, w *watcher) (verdict.Verdict, error)
 
 func (s *session) status(ctx context.Context, name string, o *statusOptions) error {
 	started := time.Now()
@@ -69,17 +89,63 @@ func (s *session) status(ctx context.Context, name string, o *statusOptions) err
 	if err != nil {
 		return err
 	}
+	now := verdict.Of(verdict.Input{PCS: pcs, Revision: want})
+	return s.await(ctx, o, now, func(ctx context.Context) (*watcher, error) { return s.watch(ctx, name, true) },
+		func(ctx context.Context, w *watcher) (verdict.Verdict, error) {
+			pcs, err := w.pcs(ctx)
+			if err != nil {
+				return verdict.Verdict{}, err
+			}
+			failed, err := w.rollbackFailed(ctx, started)
+			if err != nil {
+				return verdict.Verdict{}, err
+			}
+			return verdict.Of(verdict.Input{PCS: pcs, Revision: want, RollbackFailed: failed}), nil
+		})
+}
+
+func (s *session) statusFederated(ctx context.Context, name string, o *statusOptions) error {
+	fw, err := s.getFW(ctx, name)
+	if err != nil {
+		return err
+	}
+	now := verdict.OfFederated(verdict.FederatedInput{FW: fw, Revision: o.revision})
+	return s.await(ctx, o, now, func(ctx context.Context) (*watcher, error) { return s.watchFederated(ctx, name) },
+		func(ctx context.Context, w *watcher) (verdict.Verdict, error) {
+			fw, err := w.federated(ctx)
+			return verdict.OfFederated(verdict.FederatedInput{FW: fw, Revision: o.revision}), err
+		})
+}
+
+func (s *session) statusPlacement(ctx context.Context, name string, o *statusOptions) error {
+	pl := &fleetv1alpha1.Placement{}
+	if err := s.read(ctx, kindPlacement, name, pl); err != nil {
+		return err
+	}
+	return s.await(ctx, o, verdict.OfPlacement(pl), func(ctx context.Context) (*watcher, error) { return s.watchPlacement(ctx, name, false) },
+		func(ctx context.Context, w *watcher) (verdict.Verdict, error) {
+			pl := &fleetv1alpha1.Placement{}
+			ok, err := w.get(ctx, pl)
+			if !ok {
+				pl = nil
+			}
+			return verdict.OfPlacement(pl), err
+		})
+}
+
+// await prints now and exits without --watch; with it, it prints a line each
+// time the verdict changes until the verdict is final or --timeout passes.
+func (s *session) await(ctx context.Context, o *statusOptions, now verdict.Verdict, start func(context.Context) (*watcher, error), decide verdictOf) error {
 	if !o.watch {
-		v := verdict.Of(verdict.Input{PCS: pcs, Revision: want})
-		fmt.Fprintln(s.out, v.Line)
-		return exitWith(v.Code)
+		fmt.Fprintln(s.out, now.Line)
+		return exitWith(now.Code)
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	w, err := s.watch(ctx, name, true)
+	w, err := start(ctx)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			fmt.Fprintf(s.out, "timed out after %s before the watch started\n", o.timeout)
@@ -95,15 +161,10 @@ func (s *session) status(ctx context.Context, name string, o *statusOptions) err
 			return exitWith(verdict.TimedOut)
 		case <-w.changed:
 		}
-		pcs, err := w.pcs(ctx)
+		v, err := decide(ctx, w)
 		if err != nil {
 			return err
 		}
-		failed, err := w.rollbackFailed(ctx, started)
-		if err != nil {
-			return err
-		}
-		v := verdict.Of(verdict.Input{PCS: pcs, Revision: want, RollbackFailed: failed})
 		if v.Line != last {
 			fmt.Fprintf(s.out, "%s  %s\n", time.Now().Format("15:04:05"), v.Line)
 			last = v.Line
