@@ -52,6 +52,12 @@ const (
 	ReasonScaling ConditionReason = "Scaling"
 	// ReasonRoleStepWaiting: a role step waits for enough updated and ready units.
 	ReasonRoleStepWaiting ConditionReason = "RoleStepWaiting"
+	// ReasonSurgeUnschedulable: a surge unit of the replica being updated
+	// cannot be placed (the scheduler found no room for its pods, or its gang
+	// is not admitted). The rollout waits for room for it: it does not fall
+	// back to deleting outdated units beyond maxUnavailable. An Event of the
+	// same name says so once.
+	ReasonSurgeUnschedulable ConditionReason = "SurgeUnschedulable"
 	// ReasonPaused: spec.paused holds the rollout.
 	ReasonPaused ConditionReason = "Paused"
 	// ReasonProgressDeadlineExceeded: no progress within progressDeadlineSeconds.

@@ -56,6 +56,9 @@ func (p *PodCliqueSet) Default() {
 	if s.SurgePlacement == "" {
 		s.SurgePlacement = AboveReplicas
 	}
+	if s.ReplicaReplacementPolicy == "" {
+		s.ReplicaReplacementPolicy = Immediate
+	}
 	switch s.UpdateStrategy.Type {
 	case "", RollingRecreateStrategyType:
 		s.UpdateStrategy.Type = RollingUpdateStrategyType

@@ -56,12 +56,30 @@ type PodCliqueSetSpec struct {
 	// pods to go away; TerminationComplete only once it is gone, as a StatefulSet
 	// does, for workloads that must never run two pods of one index (a pod's
 	// identity is its index: its label, hostname and DNS name, not its object
-	// name). Scaling-group replicas and PodCliqueSet replicas are always replaced
-	// once the old one is gone. Changing it starts no rollout.
+	// name). Under TerminationComplete a surge pod also holds back the next
+	// PodCliqueSet replica and role step until it is gone. Scaling-group and
+	// PodCliqueSet replicas follow replicaReplacementPolicy. Changing it starts
+	// no rollout.
 	// +kubebuilder:default=TerminationStarted
 	// +kubebuilder:validation:Enum=TerminationStarted;TerminationComplete
 	// +optional
 	PodReplacementPolicy PodReplacementPolicy `json:"podReplacementPolicy,omitempty"`
+
+	// ReplicaReplacementPolicy says when a scaling-group replica or a
+	// PodCliqueSet replica that is removed (replaced, surge no longer needed,
+	// scaled in) stops holding the rollout back. Immediate (the default): once
+	// every pod of it is terminating; the next PodCliqueSet replica or role step
+	// may then start while those pods shut down. PostTermination: only once
+	// every pod of it is gone, as a LeaderWorkerSet's PostTermination group
+	// replacement waits, so that what starts next never competes for capacity
+	// (GPUs) with what it replaces. Either way an index is refilled only once
+	// the old replica's objects are gone, and a surge unit with a live pod
+	// always holds back the next replica and step. Changing it starts no
+	// rollout.
+	// +kubebuilder:default=Immediate
+	// +kubebuilder:validation:Enum=Immediate;PostTermination
+	// +optional
+	ReplicaReplacementPolicy ReplicaReplacementPolicy `json:"replicaReplacementPolicy,omitempty"`
 
 	// SurgePlacement says at which index a surge pod of a standalone clique
 	// starts. AboveReplicas (the default): at an index of its own, at or above

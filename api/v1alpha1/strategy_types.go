@@ -201,6 +201,21 @@ const (
 	TerminationComplete PodReplacementPolicy = "TerminationComplete"
 )
 
+// ReplicaReplacementPolicy says when a removed scaling-group or PodCliqueSet
+// replica stops holding back what comes next.
+type ReplicaReplacementPolicy string
+
+const (
+	// Immediate: once every pod of the removed replica is terminating.
+	Immediate ReplicaReplacementPolicy = "Immediate"
+	// PostTermination: once every pod of the removed replica is gone.
+	PostTermination ReplicaReplacementPolicy = "PostTermination"
+)
+
+// WaitsForTermination reports whether a removed replica holds back what comes
+// next until its pods are gone.
+func (p ReplicaReplacementPolicy) WaitsForTermination() bool { return p == PostTermination }
+
 // SurgePlacement says at which index a surge pod starts.
 type SurgePlacement string
 

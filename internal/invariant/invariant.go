@@ -45,6 +45,12 @@ const (
 	PartitionHolds Name = "partition-holds"
 	// PauseHolds: while paused, nothing moves to the target.
 	PauseHolds Name = "pause-holds"
+	// ReplicaBoundary: a PCS replica starts updating (and a role step starts)
+	// only when the one before has no surge unit left with a live pod, nor a
+	// terminating one where the policy waits for termination
+	// (podReplacementPolicy TerminationComplete for a clique's surge pod,
+	// replicaReplacementPolicy PostTermination for a surge group replica).
+	ReplicaBoundary Name = "replica-boundary"
 )
 
 // Violation is one invariant broken, with what broke it.
@@ -459,4 +465,39 @@ func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.De
 		vs = append(vs, CheckOnDeleteNoUpdate(before.Strategy, Deletion{Index: d.Index, Reason: d.Reason}, Placement{Level: &before, Index: d.Index})...)
 	}
 	return vs
+}
+
+// SurgeLeft is a surge unit (a surge pod of a standalone clique, a surge
+// scaling-group replica) and the pods it still has.
+type SurgeLeft struct {
+	// Replica is the PCS replica it belongs to; Unit names it.
+	Replica int32
+	Unit    string
+	// Live counts its pods not terminating (a pod whose owner is being deleted
+	// but which is not terminating yet is live); Terminating the others.
+	Live, Terminating int
+	// WaitsForTermination: its policy holds the next replica back until its
+	// terminating pods are gone too.
+	WaitsForTermination bool
+}
+
+// Holds reports whether the unit still holds the next replica or step back.
+func (s SurgeLeft) Holds() bool {
+	return s.Live > 0 || (s.WaitsForTermination && s.Terminating > 0)
+}
+
+// CheckReplicaBoundary: PCS replica replica moved a unit to the target
+// (started says how) while left, the surge units of the other PCS replicas,
+// had one that still held it back. Replicas update one at a time, and one's
+// update ends when its pods say so: two surge units' worth of capacity (two
+// GPU gangs) is never asked for at once.
+func CheckReplicaBoundary(replica int32, started string, left []SurgeLeft) []Violation {
+	for _, s := range left {
+		if s.Replica == replica || !s.Holds() {
+			continue
+		}
+		return violation(ReplicaBoundary, "PCS replica %d moved (%s) while PCS replica %d still has %s with %d live and %d terminating pods",
+			replica, started, s.Replica, s.Unit, s.Live, s.Terminating)
+	}
+	return nil
 }

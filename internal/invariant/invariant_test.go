@@ -166,3 +166,26 @@ func TestRoleStepOrder_ARoleMovesOnlyAtItsStep(t *testing.T) {
 		t.Fatalf("ReplicaRecreate honours no role steps, got %v", s)
 	}
 }
+
+// A history where replica 1 starts while replica 0's surge pod still lives
+// breaks the boundary rule; once the pod terminates it does not, unless the
+// policy waits for termination.
+func TestReplicaBoundary_CatchesTheNextReplicaStartingBesideALiveSurgeUnit(t *testing.T) {
+	tests := []struct {
+		name string
+		left []SurgeLeft
+		want Name
+	}{
+		{"nothing left", nil, ""},
+		{"replica 0's surge group replica has live pods", []SurgeLeft{{Replica: 0, Unit: "surge replica 2 of kv", Live: 2, Terminating: 1}}, ReplicaBoundary},
+		{"its pods terminate, Immediate", []SurgeLeft{{Replica: 0, Unit: "surge replica 2 of kv", Terminating: 3}}, ""},
+		{"its pods terminate, PostTermination", []SurgeLeft{{Replica: 0, Unit: "surge replica 2 of kv", Terminating: 3, WaitsForTermination: true}}, ReplicaBoundary},
+		{"a surge pod terminating under TerminationComplete", []SurgeLeft{{Replica: 0, Unit: "surge pod 5 of api", Terminating: 1, WaitsForTermination: true}}, ReplicaBoundary},
+		{"the starting replica's own surge unit", []SurgeLeft{{Replica: 1, Unit: "surge replica 2 of kv", Live: 3}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantRule(t, CheckReplicaBoundary(1, "pod kv-0 created on the target", tt.left), tt.want)
+		})
+	}
+}

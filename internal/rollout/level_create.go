@@ -28,7 +28,7 @@ func (v *levelView) creates() []Create {
 		v.occupied[i] = true
 		total++
 	}
-	need := v.surgeWanted() - v.liveMisplaced()
+	need := v.surgeWanted() - v.surgeInUse()
 	if v.p.ReplaceWhileTerminating && v.p.SurgeAtReplacedIndex {
 		return v.successorCreates(out, min(int64(need), int64(v.maxTotal()-total)))
 	}

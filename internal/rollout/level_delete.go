@@ -84,6 +84,18 @@ func (v *levelView) release() {
 		return
 	}
 	v.successors -= v.supersededRemoved
+	// indices >= Replicas have no keeper: count who stays there
+	var above map[int32]int32
+	for _, i := range v.removed {
+		if u := &v.units[i]; u.Index >= v.p.Replicas && above == nil {
+			above = map[int32]int32{}
+			for k := range v.units {
+				if w := &v.units[k]; !w.Terminating && w.Index >= v.p.Replicas {
+					above[w.Index]++
+				}
+			}
+		}
+	}
 	for _, i := range v.removed {
 		u := &v.units[i]
 		v.total--
@@ -92,6 +104,10 @@ func (v *levelView) release() {
 		}
 		if n, ok := v.crowded[u.Index]; ok && n > 1 {
 			v.crowded[u.Index] = n - 1
+			continue
+		}
+		if n, ok := above[u.Index]; ok && n > 1 {
+			above[u.Index] = n - 1
 			continue
 		}
 		v.occupied[u.Index] = false
@@ -131,16 +147,34 @@ func (v *levelView) removeExtras(b *budget, out []Delete) []Delete {
 }
 
 // cleanupMisplaced removes live units at indices >= Replicas beyond the surge the
-// rollout still wants: finished surge units and units left by a scale-in. A
-// surge unit of the update revision not yet available stays while the level
-// has fewer available units than Replicas: it is the capacity on its way (the
-// outdated units it was made for may have failed and gone meanwhile), as a
-// Deployment never scales its new pods down to make up for old ones lost.
+// rollout still wants: finished surge units and units left by a scale-in. An
+// outdated unit there is no surge (it would have to be replaced too): it
+// goes first, always, so a scale-in during a rollout takes outdated units
+// before updated ones. Updated units there stay as the surge in use while the
+// rollout can use it. A surge unit of the update revision not yet available
+// stays while the level has fewer available units than Replicas: it is the
+// capacity on its way (the outdated units it was made for may have failed and
+// gone meanwhile), as a Deployment never scales its new pods down to make up
+// for old ones lost.
 func (v *levelView) cleanupMisplaced(b *budget, out []Delete) []Delete {
-	excess := v.liveMisplaced() - max(0, v.surgeWanted())
-	for _, i := range v.inOrder(v.misplaced, byMisplacedOrder, int(excess)) {
+	outdated := make([]int32, 0, len(v.misplaced))
+	updated := make([]int32, 0, len(v.misplaced))
+	for _, i := range v.misplaced {
+		if v.units[i].Revision == v.p.UpdateRevision {
+			updated = append(updated, i)
+		} else {
+			outdated = append(outdated, i)
+		}
+	}
+	for _, i := range v.inOrder(outdated, byMisplacedOrder, len(outdated)) {
+		if b.spend(&v.units[i]) {
+			out = v.remove(out, i, misplacedReason(&v.units[i]))
+		}
+	}
+	excess := int32(len(updated)) - max(0, v.surgeWanted())
+	for _, i := range v.inOrder(updated, byMisplacedOrder, int(excess)) {
 		u := &v.units[i]
-		if u.Surge && u.Revision == v.p.UpdateRevision && !u.Available && b.available < v.p.Replicas {
+		if u.Surge && !u.Available && b.available < v.p.Replicas {
 			continue
 		}
 		if b.spend(u) {

@@ -208,7 +208,16 @@ func (v *levelView) countUpdated(u *Unit) {
 	}
 }
 
-func (v *levelView) liveMisplaced() int32    { return int32(len(v.misplaced)) }
+func (v *levelView) liveMisplaced() int32 { return int32(len(v.misplaced)) }
+
+// surgeInUse counts the live units at indices >= Replicas on the update
+// revision: the surge a rollout already has. Outdated units there are a
+// scale-in's leftovers on their way out, not surge.
+func (v *levelView) surgeInUse() int32 {
+	return countUnits(v.units, func(u *Unit) bool {
+		return (u.Index < 0 || u.Index >= v.p.Replicas) && u.Revision == v.p.UpdateRevision
+	})
+}
 func (v *levelView) outdatedEligible() int32 { return int32(len(v.failed) + len(v.healthy)) }
 
 // capRoom is how many more units in [0, Replicas) may move to the update revision.

@@ -18,6 +18,9 @@ type roleView struct {
 	units    []Unit
 	// at the role's update revision
 	status LevelStatus
+	// surgeLeft names the role's surge units that still hold pods the
+	// boundary rule waits for (see surgeLeft).
+	surgeLeft []string
 }
 
 // allAt reports whether every live unit of the role runs rev.
@@ -39,6 +42,15 @@ type replicaView struct {
 	scheduled, ready, available bool
 	// updated: every role holds exactly its replicas, all at the update revision.
 	updated bool
+	// allUpdated: every live unit of every role runs the update revision and
+	// each role has its replicas so; units above them (a scale-in under way)
+	// may remain. The status counts such a replica as updated, as a
+	// Deployment counts the updated pods that exist.
+	allUpdated bool
+	// current: every role has live units and all of them run the update
+	// revision (a finished replica, scaled out or in since): nothing in it is
+	// held back, so what it makes runs the update revision.
+	current bool
 	// settled: every unit of every role exists and is available.
 	settled bool
 	// outdated: some live unit runs another revision than the update revision
@@ -48,7 +60,15 @@ type replicaView struct {
 	// updated and settled (see Report). The status counts a replica only when
 	// both the pods and the children say so; the plan goes by the pods alone.
 	reported struct{ ready, available, updated, settled bool }
+	// surgeLeft names the surge units of every role that still hold pods: the
+	// replica's update has not ended while there are any (see surgeLeft).
+	surgeLeft []string
 }
+
+// done: the replica's update has ended, as its pods say: every unit runs the
+// update revision and is available, and no surge unit holds a pod the
+// boundary rule waits for.
+func (v *replicaView) done() bool { return v.updated && v.settled && len(v.surgeLeft) == 0 }
 
 type setPlanner struct {
 	in    SetInput
@@ -109,7 +129,8 @@ func (p *setPlanner) plan() (SetPlan, error) {
 }
 
 func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
-	v := &replicaView{obs: o, index: o.Index, revision: o.Revision, scheduled: true, ready: true, available: true, updated: true, settled: true}
+	v := &replicaView{obs: o, index: o.Index, revision: o.Revision, scheduled: true, ready: true, available: true, updated: true, settled: true,
+		allUpdated: true, current: true}
 	v.reported.ready, v.reported.available, v.reported.updated, v.reported.settled = true, true, true, true
 	for i := range p.shape.roles {
 		r := &p.shape.roles[i]
@@ -132,6 +153,14 @@ func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
 			rv.replicas = scaled
 		}
 		rv.status = levelStatus(rv.replicas, p.updateRoleRevision(r.name), rv.units)
+		if r.group {
+			if g := findGroup(o.Groups, r.name); g != nil {
+				rv.surgeLeft = groupSurgeLeft(r.name, rv.replicas, g.Replicas, p.shape.spec.ReplicaReplacementPolicy.WaitsForTermination())
+			}
+		} else {
+			rv.surgeLeft = cliqueSurgeLeft(r.name, rv.units, p.shape.spec.PodReplacementPolicy == v1alpha1.TerminationComplete)
+		}
+		v.surgeLeft = append(v.surgeLeft, rv.surgeLeft...)
 		v.outdated = v.outdated || countUnits(rv.units, func(u *Unit) bool {
 			return !u.Terminating && u.Revision != p.updateRoleRevision(r.name)
 		}) > 0
@@ -140,10 +169,15 @@ func (p *setPlanner) observeReplica(o *ReplicaObservation) *replicaView {
 		v.ready = v.ready && rv.status.ReadyReplicas >= r.minAvailable
 		v.available = v.available && rv.status.AvailableReplicas >= r.minAvailable
 		v.updated = v.updated && rv.exists && rv.status.Complete
+		onUpdate := rv.exists && rv.allAt(p.updateRoleRevision(r.name))
+		v.allUpdated = v.allUpdated && onUpdate && rv.status.UpdatedReplicas >= rv.replicas
+		v.current = v.current && onUpdate && countUnits(rv.units, func(*Unit) bool { return true }) > 0
 		v.settled = v.settled && rv.exists && rv.status.AvailableReplicas >= rv.replicas
 	}
 	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
 		v.updated = v.updated && o.Revision == p.in.Revisions.Update.Name
+		v.allUpdated = v.allUpdated && o.Revision == p.in.Revisions.Update.Name
+		v.current = v.current && o.Revision == p.in.Revisions.Update.Name
 	}
 	return v
 }

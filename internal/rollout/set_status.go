@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -61,7 +62,9 @@ func (p *setPlanner) counts() SetStatus {
 		s.Replicas++
 		s.ReadyReplicas += boolTo[int32](v.ready && v.reported.ready)
 		s.AvailableReplicas += boolTo[int32](available)
-		s.UpdatedReplicas += boolTo[int32](updated && v.index < p.shape.replicas) // surge replicas go away
+		// a role scaling in keeps its replica updated, as a Deployment keeps
+		// counting the updated pods that exist; surge replicas go away
+		s.UpdatedReplicas += boolTo[int32](v.allUpdated && v.reported.updated && v.index < p.shape.replicas)
 		if !v.settled || !v.reported.settled || (!updated && v.index >= p.shape.partition) {
 			complete = false
 		}
@@ -153,6 +156,13 @@ func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition
 		c.Reason, c.Message = v1alpha1.ReasonScaling, fmt.Sprintf("%d of %d replicas available on revision %s", s.AvailableReplicas, p.shape.replicas, s.UpdateRevision)
 	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
 		c.Reason, c.Message = v1alpha1.ReasonWaitingForDeletion, fmt.Sprintf("%d of %d replicas updated; outdated units update when deleted", s.UpdatedReplicas, p.shape.replicas)
+	case u.steps != nil && u.steps.current < len(u.steps.steps) && len(u.steps.surgeLeft) > 0:
+		st := u.steps.status()
+		c.Reason, c.Message = v1alpha1.ReasonRoleStepWaiting, fmt.Sprintf("replica %d has %d of %d updated and ready units of role %s (step %d) and waits for %s to go",
+			u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index+1, strings.Join(u.steps.surgeLeft, ", "))
+	case u.selected != nil && u.selected.updated && u.selected.settled && len(u.selected.surgeLeft) > 0:
+		c.Reason, c.Message = v1alpha1.ReasonRollingUpdateInProgress, fmt.Sprintf("%d of %d replicas updated; replica %d waits for %s to go before the next replica starts",
+			s.UpdatedReplicas, p.shape.replicas, u.selected.index, strings.Join(u.selected.surgeLeft, ", "))
 	case u.steps != nil && u.steps.current < len(u.steps.steps) && u.steps.issued:
 		st := u.steps.status()
 		c.Reason, c.Message = v1alpha1.ReasonRoleStepWaiting, fmt.Sprintf("replica %d waits for %d of %d updated and ready units of role %s (step %d)", u.selected.index, st.UpdatedAndReady, st.Target, st.Role, st.Index+1)

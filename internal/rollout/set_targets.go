@@ -113,23 +113,32 @@ func (p *setPlanner) replicaProgress(index int32, surge bool, step *RoleStepStat
 }
 
 // selectReplica picks the one PCS replica a RollingUpdate works on: the replica
-// already updating until it is updated and available, else the first outdated
-// replica by (unscheduled, below minAvailable, lowest index). A replica is done
-// when every unit of it runs the update revision and is available.
+// already updating until it is done, else a replica whose surge units still
+// hold pods (its update has not ended, though the progress that said so was
+// lost), else the first outdated replica by (unscheduled, below
+// minAvailable, lowest index). A replica is done when every unit of it runs
+// the update revision and is available and its surge units are gone (done).
 func (p *setPlanner) selectReplica() *replicaView {
-	var candidates []*replicaView
+	var candidates, ending []*replicaView
 	for _, v := range p.views {
 		if v.obs == nil || v.obs.Terminating || v.index < p.shape.partition || v.index >= p.shape.replicas {
 			continue
 		}
 		for _, prev := range p.in.Previous.UpdatingReplicas {
-			if prev.Index == v.index && (!v.updated || !v.settled) {
+			if prev.Index == v.index && !v.done() {
 				return v
 			}
 		}
-		if !v.updated && v.outdated {
+		switch {
+		case len(v.surgeLeft) > 0:
+			// only the replica updating surges: this one is in flight
+			ending = append(ending, v)
+		case !v.updated && v.outdated:
 			candidates = append(candidates, v)
 		}
+	}
+	if len(ending) > 0 {
+		return ending[0]
 	}
 	if len(candidates) == 0 {
 		return nil
@@ -152,6 +161,9 @@ type stepState struct {
 	current int     // first unsatisfied step; len(steps) when all are satisfied
 	ready   int32   // updated-and-ready units of the current step's role
 	issued  bool    // the current step's role has all its allowed units updated
+	// surgeLeft: the current step's role has its units but its surge units
+	// still hold pods; the next step waits for them (the boundary rule)
+	surgeLeft []string
 }
 
 // stepState finds the current step. A step once passed stays passed for this
@@ -177,6 +189,10 @@ func (p *setPlanner) stepState(v *replicaView) *stepState {
 		rv := v.role(s.steps[s.current].Role)
 		s.ready, s.issued = rv.status.UpdatedReadyReplicas, rv.status.UpdatedReplicas >= s.targets[s.current]
 		if s.ready < s.targets[s.current] {
+			break
+		}
+		if len(rv.surgeLeft) > 0 {
+			s.surgeLeft = rv.surgeLeft
 			break
 		}
 	}
@@ -260,8 +276,9 @@ func (p *setPlanner) childTarget(v *replicaView, rv *roleView, u *updatingSet) *
 	case p.shape.strategy == v1alpha1.OnDeleteStrategyType:
 	case u.selected == v:
 		t.MaxUpdated = u.steps.roleCap(role)
-	case v.obs == nil || v.updated:
-		// a brand-new or finished replica runs the update revision throughout
+	case v.obs == nil || v.updated || v.current:
+		// a brand-new or finished replica runs the update revision throughout,
+		// also when it is scaled out or in while others update
 	case t.UpdateRevision == t.CurrentRevision && rv.allAt(t.UpdateRevision):
 		// nothing to hold back (a replica coming up, say): a cap would only
 		// follow the updated count, a spec write per unit made

@@ -102,6 +102,7 @@ func (v *pcsValidator) validateSpec() {
 		v.add(field.Invalid(sp.Child("surgePlacement"), s.SurgePlacement,
 			"needs podReplacementPolicy TerminationStarted: a surge pod runs beside the pod it replaces, two live pods at one index"))
 	}
+	v.validateReplicaReplacementPolicy(sp.Child("replicaReplacementPolicy"))
 	roles := v.validateTemplate(sp.Child("template"))
 	v.validateUpdateStrategy(sp.Child("updateStrategy"), replicas, roles)
 	v.validateGeneratedNames(replicas)
@@ -615,5 +616,23 @@ func (v *collector) validateChildStrategy(p *field.Path, s *v1alpha1.ChildUpdate
 	v.validateRevisionName(p.Child("currentRevision"), s.CurrentRevision)
 	if s.MaxUpdated != nil && *s.MaxUpdated < 0 {
 		v.add(field.Invalid(p.Child("maxUpdated"), *s.MaxUpdated, "must be greater than or equal to 0"))
+	}
+}
+
+// validateReplicaReplacementPolicy: Immediate or PostTermination (empty is the
+// default, Immediate). PostTermination on a PodCliqueSet without scaling
+// groups that is not rolled by ReplicaRecreate has no replica to wait for: a
+// warning, since the user likely meant podReplacementPolicy.
+func (v *pcsValidator) validateReplicaReplacementPolicy(p *field.Path) {
+	s := &v.pcs.Spec
+	switch s.ReplicaReplacementPolicy {
+	case "", v1alpha1.Immediate:
+	case v1alpha1.PostTermination:
+		if len(s.Template.PodCliqueScalingGroups) == 0 && s.UpdateStrategy.Type != v1alpha1.ReplicaRecreateStrategyType {
+			v.warn("%s: PostTermination applies to scaling-group replicas and ReplicaRecreate replicas, and this PodCliqueSet has neither; "+
+				"for the pods of standalone cliques set podReplacementPolicy: TerminationComplete", p)
+		}
+	default:
+		v.add(field.NotSupported(p, s.ReplicaReplacementPolicy, []string{string(v1alpha1.Immediate), string(v1alpha1.PostTermination)}))
 	}
 }

@@ -117,6 +117,13 @@ func TestValidatePodCliqueSet(t *testing.T) {
 			p.Spec.SurgePlacement, p.Spec.PodReplacementPolicy = v1alpha1.ReplacedIndex, v1alpha1.TerminationComplete
 		}), wantField: "spec.surgePlacement", wantMsg: "needs podReplacementPolicy TerminationStarted"},
 
+		{name: "replicaReplacementPolicy PostTermination is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.ReplicaReplacementPolicy = v1alpha1.PostTermination
+		})},
+		{name: "unknown replicaReplacementPolicy", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.ReplicaReplacementPolicy = "WhenIdle"
+		}), wantField: "spec.replicaReplacementPolicy", wantMsg: `Unsupported value: "WhenIdle": supported values: "Immediate", "PostTermination"`},
+
 		// maxUnavailable / maxSurge ranges (the admission rules of docs/api.md).
 		{name: "negative clique maxUnavailable", mutate: fn(frontendStrategy("-1", "1")),
 			wantField: "spec.template.cliques[0].updateStrategy.maxUnavailable", wantMsg: "greater than or equal to 0"},

@@ -21,7 +21,7 @@ import (
 const annotationTemplateReplicas = "lockstep.dev/template-replicas"
 
 // deleteReplicas removes the PodCliqueSet replicas the plan deletes, every child
-// of each together.
+// of each together, and then their pods.
 func (r *Reconciler) deleteReplicas(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, ch children) error {
 	for _, d := range plan.Deletes {
 		deleted := false
@@ -36,6 +36,15 @@ func (r *Reconciler) deleteReplicas(ctx context.Context, pcs *v1alpha1.PodClique
 				return fmt.Errorf("deleting %s of replica %d: %w", o.GetName(), d.Index, err)
 			}
 			deleted = true
+		}
+		// The pods go in this step too, not when the garbage collector gets to
+		// them: what waits for them (the next replica, a recreation) goes by the
+		// pods. Their PodCliques are terminating by now, so nothing replaces them.
+		for _, p := range ch.pods[d.Index] {
+			uid := p.UID
+			if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting pod %s of replica %d: %w", p.Name, d.Index, err)
+			}
 		}
 		if deleted {
 			r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "DeletedReplica", "Delete", "Deleted replica %d: %s", d.Index, d.Reason)

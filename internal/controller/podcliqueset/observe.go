@@ -26,8 +26,12 @@ type children struct {
 	// replica index and template name.
 	cliques map[int32]map[string]*v1alpha1.PodClique
 	groups  map[int32]map[string]*v1alpha1.PodCliqueScalingGroup
-	// all are every child object of a replica, terminating ones included.
-	all             map[int32][]client.Object
+	// all are every child object of a replica, terminating ones included, and
+	// the member PodCliques of its scaling groups.
+	all map[int32][]client.Object
+	// pods are the pods of each replica that are not terminating: a removed
+	// replica's pods are deleted with it.
+	pods            map[int32][]*corev1.Pod
 	nextAvailableIn time.Duration
 	// waiting are the live pods that are not ready, oldest first.
 	waiting []waitingPod
@@ -37,6 +41,8 @@ type children struct {
 type waitingPod struct {
 	name, setRevision, why string
 	surge                  bool
+	// unschedulable: the scheduler found no room for it (pods.Unschedulable)
+	unschedulable bool
 }
 
 // observe lists the PodCliqueSet's children and pods and turns them into the
@@ -48,6 +54,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 			cliques: map[int32]map[string]*v1alpha1.PodClique{},
 			groups:  map[int32]map[string]*v1alpha1.PodCliqueScalingGroup{},
 			all:     map[int32][]client.Object{},
+			pods:    map[int32][]*corev1.Pod{},
 		},
 		byReplica: map[int32]*rollout.ReplicaObservation{},
 		podsOf:    map[string][]corev1.Pod{},
@@ -112,12 +119,18 @@ func (o *observer) sortPods() {
 	for _, pclq := range o.cliques {
 		surgeClique[pclq.Name] = pclq.Labels[v1alpha1.LabelSurge] == "true"
 	}
+	for i := range o.pods {
+		p := &o.pods[i]
+		if idx, ok := replicaIndex(p); ok && p.DeletionTimestamp == nil {
+			o.c.pods[idx] = append(o.c.pods[idx], p)
+		}
+	}
 	for _, p := range o.pods {
 		clique := p.Labels[v1alpha1.LabelPodClique]
 		o.podsOf[clique] = append(o.podsOf[clique], p)
 		if why := pods.WaitingFor(&p); why != "" {
 			o.c.waiting = append(o.c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
-				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique]})
+				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique], unschedulable: pods.Unschedulable(&p)})
 		}
 	}
 }
@@ -151,6 +164,7 @@ func (o *observer) observeCliques() {
 			if g := pclq.Labels[v1alpha1.LabelPodCliqueScalingGroup]; g != "" {
 				idx, _ := replicaIndex(pclq)
 				o.members[groupKey{idx, g}] = append(o.members[groupKey{idx, g}], *pclq)
+				o.c.all[idx] = append(o.c.all[idx], pclq)
 			}
 			continue
 		}

@@ -127,9 +127,17 @@ func desiredStatus(pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, gangs []rep
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas = s.Replicas, s.ReadyReplicas, s.AvailableReplicas, s.UpdatedReplicas
 	st.CurrentRevision, st.UpdateRevision = s.CurrentRevision, s.UpdateRevision
 	st.Selector = labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodCliqueSet: pcs.Name}).String()
+	stuck := unplacedSurge(s.Conditions, s.UpdateRevision, waiting)
 	for _, c := range s.Conditions {
 		if c.Type == v1alpha1.ConditionProgressing {
 			c.Message += blockers(c.Reason, s.UpdateRevision, waiting)
+		}
+		if stuck != nil && (c.Type == v1alpha1.ConditionProgressing || c.Type == v1alpha1.ConditionReconciling || c.Type == v1alpha1.ConditionStalled) {
+			c.Reason = v1alpha1.ReasonSurgeUnschedulable
+			if c.Type == v1alpha1.ConditionProgressing {
+				c.Message = fmt.Sprintf("surge pod %s cannot be placed (%s); the rollout waits for room for it and deletes no outdated unit beyond maxUnavailable to make room; %s",
+					stuck.name, stuck.why, c.Message)
+			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason), Message: c.Message, ObservedGeneration: pcs.Generation,
@@ -203,6 +211,27 @@ func blockers(reason v1alpha1.ConditionReason, updateRevision string, waiting []
 	return out
 }
 
+// unplacedSurge is the oldest surge pod of the update revision the scheduler
+// found no room for, while a rollout is moving (not paused, not past its
+// deadline: those reasons say more); nil when there is none.
+func unplacedSurge(conditions []rollout.Condition, updateRevision string, waiting []waitingPod) *waitingPod {
+	moving := false
+	for _, c := range conditions {
+		if c.Type == v1alpha1.ConditionProgressing {
+			moving = c.Reason == v1alpha1.ReasonRollingUpdateInProgress || c.Reason == v1alpha1.ReasonRoleStepWaiting
+		}
+	}
+	if !moving {
+		return nil
+	}
+	for i := range waiting {
+		if w := &waiting[i]; w.surge && w.unschedulable && w.setRevision == updateRevision {
+			return w
+		}
+	}
+	return nil
+}
+
 // maxBlockersNamed keeps the Progressing message short.
 const maxBlockersNamed = 2
 
@@ -273,7 +302,7 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 	newC := apimeta.FindStatusCondition(after.Conditions, string(v1alpha1.ConditionProgressing))
 	if newC != nil && (oldC == nil || oldC.Reason != newC.Reason) {
 		kind := corev1.EventTypeNormal
-		if newC.Status == metav1.ConditionFalse {
+		if newC.Status == metav1.ConditionFalse || newC.Reason == string(v1alpha1.ReasonSurgeUnschedulable) {
 			kind = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(pcs, nil, kind, newC.Reason, "Rollout", "%s", newC.Message)

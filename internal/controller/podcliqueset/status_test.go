@@ -148,3 +148,46 @@ func TestProgressOnly(t *testing.T) {
 		})
 	}
 }
+
+// A surge pod the scheduler finds no room for turns the rollout's reason to
+// SurgeUnschedulable, saying what it waits for, with a Warning Event once;
+// a surge pod merely not scheduled yet does not.
+func TestDesiredStatus_AnUnplaceableSurgePodIsSurgeUnschedulable(t *testing.T) {
+	plan := rollout.SetPlan{Status: rollout.SetStatus{UpdateRevision: "v2", Conditions: []rollout.Condition{
+		{Type: v1alpha1.ConditionProgressing, Status: "True", Reason: v1alpha1.ReasonRollingUpdateInProgress, Message: "0 of 2 replicas updated"},
+		{Type: v1alpha1.ConditionReconciling, Status: "True", Reason: v1alpha1.ReasonRollingUpdateInProgress},
+	}}}
+	pending := waitingPod{name: "gpu-0-kv-2-kv-worker-0", setRevision: "v2", surge: true, why: "not scheduled yet"}
+	stuck := waitingPod{name: "gpu-0-kv-2-kv-leader-0", setRevision: "v2", surge: true, unschedulable: true,
+		why: "not scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}
+
+	pcs := &v1alpha1.PodCliqueSet{}
+	st := desiredStatus(pcs, plan, nil, []waitingPod{pending})
+	if c := findCondition(st, v1alpha1.ConditionProgressing); c.Reason != string(v1alpha1.ReasonRollingUpdateInProgress) {
+		t.Fatalf("a surge pod not scheduled yet: %+v", c)
+	}
+	st = desiredStatus(pcs, plan, nil, []waitingPod{pending, stuck})
+	c := findCondition(st, v1alpha1.ConditionProgressing)
+	if c.Reason != string(v1alpha1.ReasonSurgeUnschedulable) || c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "surge pod gpu-0-kv-2-kv-leader-0 cannot be placed (not scheduled: 0/3 nodes are available") ||
+		!strings.Contains(c.Message, "waits for room") {
+		t.Fatalf("progressing %+v", c)
+	}
+	if r := findCondition(st, v1alpha1.ConditionReconciling); r.Status != metav1.ConditionTrue {
+		t.Fatalf("reconciling %+v: the rollout is still under way", r)
+	}
+	fake := events.NewFakeRecorder(4)
+	(&Reconciler{Recorder: fake}).narrate(pcs, &pcs.Status, st)
+	if got := <-fake.Events; !strings.HasPrefix(got, "Warning SurgeUnschedulable surge pod gpu-0-kv-2-kv-leader-0 cannot be placed") {
+		t.Fatalf("event %q", got)
+	}
+}
+
+func findCondition(st *v1alpha1.PodCliqueSetStatus, typ v1alpha1.ConditionType) metav1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == string(typ) {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}

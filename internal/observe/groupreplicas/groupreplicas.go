@@ -20,6 +20,9 @@ import (
 type Observation struct {
 	Replicas []rollout.GroupReplicaObservation
 	Members  map[int32][]*v1alpha1.PodClique // live member PodCliques by group-replica index
+	// Pods are the pods of each group replica that are not terminating, by
+	// group-replica index: a removed group replica's pods are deleted with it.
+	Pods map[int32][]*corev1.Pod
 	// Incomplete are the live group replicas missing a member PodClique that is
 	// neither in the cache nor on its way (deleted by hand, the operator stopped
 	// between creating two members, or a create that met its terminating
@@ -35,7 +38,7 @@ type Observation struct {
 // toward the total and keeps its index. Both the PodCliqueScalingGroup and the
 // PodCliqueSet controllers observe groups with it.
 func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds int32, now time.Time) Observation {
-	obs := Observation{Members: map[int32][]*v1alpha1.PodClique{}}
+	obs := Observation{Members: map[int32][]*v1alpha1.PodClique{}, Pods: map[int32][]*corev1.Pod{}}
 	byIndex := map[int32]*rollout.GroupReplicaObservation{}
 	replica := func(idx int32) *rollout.GroupReplicaObservation {
 		if byIndex[idx] == nil {
@@ -91,6 +94,9 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		// under OnDelete waiting for the user to delete it.
 		if want, ok := podHash[p.Labels[v1alpha1.LabelPodClique]]; ok && !u.Terminating && u.Revision != want {
 			rep.Revision = u.Revision
+		}
+		if p.DeletionTimestamp == nil {
+			obs.Pods[idx] = append(obs.Pods[idx], p)
 		}
 		clique := p.Labels[v1alpha1.LabelClique]
 		found := false

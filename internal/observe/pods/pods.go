@@ -69,6 +69,21 @@ func Sooner(a, b time.Duration) time.Duration {
 	return a
 }
 
+// Unschedulable reports whether the scheduler tried a live pod and found no
+// room for it (or did not admit its gang): PodScheduled False, reason
+// Unschedulable.
+func Unschedulable(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
 // maxWaitingLen bounds WaitingFor: it ends up in a condition message.
 const maxWaitingLen = 300
 

@@ -164,6 +164,17 @@ func create(p pod, image string) step {
 	}
 }
 
+// createSurge makes a surge pod of a standalone clique at image, labelled as
+// the operator labels one.
+func createSurge(p pod, image string) step {
+	return func(w *world) {
+		w.now = w.now.Add(time.Second)
+		l := p.labels(image)
+		l[v1alpha1.LabelSurge] = "true"
+		w.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name(), Namespace: "ns", Labels: l, CreationTimestamp: metav1.NewTime(w.now)}})
+	}
+}
+
 // replacementOf creates a second pod at p's index on v2, under a name of its
 // own, as the operator does under TerminationStarted while p terminates.
 func replacementOf(p pod) step {

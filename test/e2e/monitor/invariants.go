@@ -24,6 +24,7 @@ const (
 	RoleStepOrder         = invariant.RoleStepOrder
 	PartitionHolds        = invariant.PartitionHolds
 	PauseHolds            = invariant.PauseHolds
+	ReplicaBoundary       = invariant.ReplicaBoundary
 )
 
 // Violation is an invariant broken at one moment.
@@ -60,6 +61,7 @@ var checks = []check{
 	checkOneRevisionPerReplica,
 	checkRoleStepOrder,
 	checkHeld,
+	checkReplicaBoundary,
 }
 
 // checkEvent returns the invariants ev breaks, going from before to after. A
@@ -238,6 +240,72 @@ func checkRoleStepOrder(t *target, h *history, before, after *snapshot, ev Event
 		n++ // the planner surges only while the role may take one more updated unit
 	}
 	return about(invariant.CheckRoleStepOrder(t.steps, h.stepsDone[k], p.Replica, role, n), "pod %s", p.Name)
+}
+
+// checkReplicaBoundary runs on creations of pods on the target in a PCS
+// replica that still runs other templates (one being rolled): no other PCS
+// replica may then have a surge unit with a live pod, nor, where its policy
+// waits for termination, a terminating one. A pod whose PodClique is being
+// deleted but which is not terminating yet (doomed) is live: its capacity is
+// still taken.
+func checkReplicaBoundary(t *target, _ *history, before, after *snapshot, ev Event) []Violation {
+	if ev.Kind != PodCreated || !t.strategy().IsRollingUpdate() {
+		return nil
+	}
+	p, ok := after.pods[ev.Name]
+	if !ok || !t.updated(p) || !hasOutdated(t, before, p.Replica) {
+		return nil
+	}
+	return about(invariant.CheckReplicaBoundary(p.Replica, "pod "+p.Name+" created on the target", surgeLeft(t, after)), "")
+}
+
+// surgeLeft is every surge unit of the snapshot with the pods it has: surge
+// pods of standalone cliques (by their label) and scaling-group replicas at or
+// above the group's replicas.
+func surgeLeft(t *target, s *snapshot) []invariant.SurgeLeft {
+	byUnit := map[string]*invariant.SurgeLeft{}
+	var order []string
+	for _, name := range sortedKeys(podNames(s)) {
+		p := s.pods[name]
+		if p.Finished {
+			continue
+		}
+		var unit string
+		var wait bool
+		switch g := t.spec.Template.ScalingGroup(p.Group); {
+		case g != nil && p.GroupReplica >= g.Replicas:
+			unit, wait = fmt.Sprintf("surge replica %d of %s", p.GroupReplica, p.Group), t.spec.ReplicaReplacementPolicy.WaitsForTermination()
+		case p.Group == "" && p.Labels[v1alpha1.LabelSurge] == "true":
+			unit, wait = fmt.Sprintf("surge pod %d of %s", p.Index, p.Clique), t.spec.PodReplacementPolicy == v1alpha1.TerminationComplete
+		default:
+			continue
+		}
+		key := fmt.Sprintf("%d/%s", p.Replica, unit)
+		u := byUnit[key]
+		if u == nil {
+			u = &invariant.SurgeLeft{Replica: p.Replica, Unit: unit, WaitsForTermination: wait}
+			byUnit[key] = u
+			order = append(order, key)
+		}
+		if p.Terminating {
+			u.Terminating++
+		} else {
+			u.Live++
+		}
+	}
+	out := make([]invariant.SurgeLeft, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byUnit[k])
+	}
+	return out
+}
+
+func podNames(s *snapshot) map[string]bool {
+	out := make(map[string]bool, len(s.pods))
+	for name := range s.pods {
+		out[name] = true
+	}
+	return out
 }
 
 // surgeUnit: the pod belongs to a unit above its role's replicas.

@@ -883,3 +883,90 @@ func TestDeletingThePodCliqueSet_StopsTheChecks(t *testing.T) {
 		t.Fatalf("violation during deletion:\n%s", w.rec.violations[0].Report())
 	}
 }
+
+// twoReplicaGroupSurge is groupSurge over two PCS replicas.
+func twoReplicaGroupSurge(policy v1alpha1.ReplicaReplacementPolicy) v1alpha1.PodCliqueSetSpec {
+	s := groupSurge()
+	s.Replicas = ptrTo(int32(2))
+	s.ReplicaReplacementPolicy = policy
+	return s
+}
+
+// replicaZeroRolledWithGroupSurge rolls PCS replica 0 of twoReplicaGroupSurge
+// up to the end of its update: surge group replica 3 is up, replicas 0, 1, 2
+// run v2, and the surge replica's PodCliques are being deleted (its pods are
+// doomed, not yet terminating).
+func replicaZeroRolledWithGroupSurge() []step {
+	return []step{
+		upGroupReplica(0, "model", 0, "v1"), upGroupReplica(0, "model", 1, "v1"), upGroupReplica(0, "model", 2, "v1"),
+		upGroupReplica(1, "model", 0, "v1"), upGroupReplica(1, "model", 1, "v1"), upGroupReplica(1, "model", 2, "v1"),
+		rollTo("v2"),
+		upGroupReplica(0, "model", 3, "v2"),
+		replaceGroupReplica(0, "model", 0, "v2"),
+		replaceGroupReplica(0, "model", 1, "v2"),
+		replaceGroupReplica(0, "model", 2, "v2"),
+		deleteCliqueOf(gp(0, "model", 3, "leader", 0)), deleteCliqueOf(gp(0, "model", 3, "worker", 0)),
+	}
+}
+
+func TestReplicaBoundary(t *testing.T) {
+	twoReplicaCliqueSurge := func(policy v1alpha1.PodReplacementPolicy) v1alpha1.PodCliqueSetSpec {
+		s := cliqueSurge()
+		s.Replicas = ptrTo(int32(2))
+		s.PodReplacementPolicy = policy
+		return s
+	}
+	replicaZeroRolledWithCliqueSurge := []step{
+		create(sp(0, fe, 0), "v1"), create(sp(0, fe, 1), "v1"), create(sp(0, fe, 2), "v1"),
+		create(sp(1, fe, 0), "v1"), create(sp(1, fe, 1), "v1"), create(sp(1, fe, 2), "v1"),
+		ready(sp(0, fe, 0)), ready(sp(0, fe, 1)), ready(sp(0, fe, 2)), ready(sp(1, fe, 0)), ready(sp(1, fe, 1)), ready(sp(1, fe, 2)),
+		rollTo("v2"),
+		createSurge(sp(0, fe, 3), "v2"), ready(sp(0, fe, 3)),
+		replace(sp(0, fe, 0), "v2"), replace(sp(0, fe, 1), "v2"), replace(sp(0, fe, 2), "v2"),
+		del(sp(0, fe, 3)),
+	}
+	replicaOneStartsWithGroupSurge := []step{upGroupReplica(1, "model", 3, "v2")}
+	runScenarios(t, []scenario{
+		{
+			// The user's report: replica 1's first new pods while replica 0's
+			// surge group replica still runs (its PodCliques terminating, its
+			// pods not yet).
+			name:     "replica 1 starting beside replica 0's surge replica whose pods still live breaks it",
+			spec:     twoReplicaGroupSurge(v1alpha1.Immediate),
+			steps:    replicaZeroRolledWithGroupSurge(),
+			breaking: replicaOneStartsWithGroupSurge,
+			want:     ReplicaBoundary,
+		},
+		{
+			name:  "Immediate: replica 1 may start once the surge replica's pods terminate",
+			spec:  twoReplicaGroupSurge(v1alpha1.Immediate),
+			steps: append(replicaZeroRolledWithGroupSurge(), eachPod(inGroupReplica(0, "model", 3), del), upGroupReplica(1, "model", 3, "v2")),
+		},
+		{
+			name:     "PostTermination: replica 1 starting while the surge replica's pods terminate breaks it",
+			spec:     twoReplicaGroupSurge(v1alpha1.PostTermination),
+			steps:    append(replicaZeroRolledWithGroupSurge(), eachPod(inGroupReplica(0, "model", 3), del)),
+			breaking: replicaOneStartsWithGroupSurge,
+			want:     ReplicaBoundary,
+		},
+		{
+			name:  "PostTermination: replica 1 may start once the surge replica's pods are gone",
+			spec:  twoReplicaGroupSurge(v1alpha1.PostTermination),
+			steps: append(replicaZeroRolledWithGroupSurge(), downGroupReplica(0, "model", 3), upGroupReplica(1, "model", 3, "v2")),
+		},
+		{
+			name:  "TerminationStarted: replica 1 may start while the surge pod terminates",
+			spec:  twoReplicaCliqueSurge(v1alpha1.TerminationStarted),
+			steps: append(slices.Clone(replicaZeroRolledWithCliqueSurge), createSurge(sp(1, fe, 3), "v2")),
+		},
+		{
+			name:     "TerminationComplete: replica 1 starting while the surge pod terminates breaks it",
+			spec:     twoReplicaCliqueSurge(v1alpha1.TerminationComplete),
+			steps:    replicaZeroRolledWithCliqueSurge,
+			breaking: []step{createSurge(sp(1, fe, 3), "v2")},
+			want:     ReplicaBoundary,
+		},
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
