@@ -40,6 +40,8 @@ IMAGE      ?=
 IMAGE_TAR  ?= $(CURDIR)/.dev/image/lockstep.tar
 
 GO_TEST_FLAGS ?= -count=1
+# The unit and envtest packages run under the race detector (RACE= turns it off).
+RACE          ?= -race
 E2E_TIMEOUT   ?= 40m
 
 ##@ Tools
@@ -144,9 +146,9 @@ image: ## Build the operator's OCI image as a tarball ($(IMAGE_TAR)), without a 
 test: tools test-unit test-e2e ## Unit, envtest integration and local-cluster e2e tests.
 
 .PHONY: test-unit
-test-unit: $(KUBE_BINS) $(ETCD) $(HELM) $(PROMTOOL) ## Unit and envtest integration tests (real kube-apiserver and etcd, helm and promtool from bin/), the image build and run.
-	KUBEBUILDER_ASSETS=$(BIN) LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) ./...
-	cd hack/image && go test $(GO_TEST_FLAGS) ./...
+test-unit: $(KUBE_BINS) $(ETCD) $(HELM) $(PROMTOOL) ## Unit and envtest integration tests under the race detector (real kube-apiserver and etcd, helm and promtool from bin/), the image build and run.
+	KUBEBUILDER_ASSETS=$(BIN) LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) $(RACE) ./...
+	cd hack/image && go test $(GO_TEST_FLAGS) $(RACE) ./...
 
 .PHONY: test-e2e
 test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(HELM) ## End-to-end tests on throwaway kwok clusters with the real scheduler; the chart's real install.
@@ -184,15 +186,22 @@ bench-scale: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Create, roll and delete 100 Po
 		LOCKSTEP_E2E_CLUSTER=lockstep-scale go test -count=1 -tags e2e -timeout 240m -run '^TestBench_Scale$$' -v ./test/e2e/ \
 		| grep --line-buffered -vE '^(=== RUN|--- PASS|PASS$$)'
 
+.PHONY: bench-hub
+bench-hub: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## The hub at KubeFleet's shape: BENCH_HUB_CLUSTERS MemberClusters (100,1000; aliases over 3 kwok members), 1,000 Placements, BENCH_HUB_WORKLOADS (100) rollouts at once: hub RSS, CPU, rounds against the ideal, member-event-to-grant p50/p99.
+	LOCKSTEP_BIN=$(BIN) go run -tags e2e ./test/e2e/benchhub -clusters $${BENCH_HUB_CLUSTERS:-100,1000} -workloads $${BENCH_HUB_WORKLOADS:-100} -placements $${BENCH_HUB_PLACEMENTS:-1000} $(BENCH_HUB_FLAGS)
+
 .PHONY: dashboard-picture
 dashboard-picture: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Draw docs/images/dashboard.svg from the operator's metrics during a real rollout (the e2e metrics test, on its own cluster).
 	LOCKSTEP_BIN=$(BIN) LOCKSTEP_E2E_CLUSTER=lockstep-dashboard LOCKSTEP_DASHBOARD_SVG=$(CURDIR)/docs/images/dashboard.svg \
 		go test -count=1 -tags e2e -timeout 20m -run '^TestMetrics_PerRoleSeriesFollowARollout$$' -v ./test/e2e/
 
 .PHONY: bench-fleet
-bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over 10,000 members under one budget.
+bench-fleet: ## Simulate decision updates of 10,000 clusters, and a rollout over 10,000 members under one budget; then the fleet planner's property tests at FLEET_PROPERTY_CHECKS (100,000) cases each.
 	go run ./hack/fleetsim -clusters $${FLEET_CLUSTERS:-10000}
 	ALIGN_SIM_MEMBERS=$${ALIGN_SIM_MEMBERS:-10000} go test -count=1 -run TestAlign_SimulationAtScale -v ./internal/fleet/align/ | grep -E 'members|ok|FAIL' 
+	go test -count=1 -timeout 60m \
+		-run '^(TestAlign_FleetInvariantsHoldAndRolloutsComplete|TestWidest_ChargesAtLeastEitherGrant|TestDeployment_KeepsItsLimitsAndCompletes|TestDeploymentStatus_IsWhatTheHubReads)$$' \
+		./internal/fleet/align/ ./internal/fleet/deploysim/ ./internal/fleet/fleetsim/ -rapid.checks=$${FLEET_PROPERTY_CHECKS:-100000}
 
 ##@ Local cluster
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/config"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
 	"github.com/lockstep-dev/lockstep/internal/hub"
+	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 	fleetwebhook "github.com/lockstep-dev/lockstep/internal/webhook/fleet"
@@ -36,6 +37,9 @@ type hubOptions struct {
 	fleetNamespace       string
 	allowKubeconfigExec  bool
 	allowInsecureTLS     bool
+	rolloutPoll          time.Duration
+	memberConcurrency    int
+	concurrentRounds     int
 }
 
 func newHubCommand() *cobra.Command {
@@ -54,6 +58,12 @@ func newHubCommand() *cobra.Command {
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-fleet-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
 	f.DurationVar(&o.probeInterval, "member-probe-interval", membercluster.DefaultProbeInterval, "How often each member cluster is probed (/readyz and discovery).")
 	f.DurationVar(&o.probeTimeout, "member-probe-timeout", membercluster.DefaultProbeTimeout, "Timeout of each request of a member probe.")
+	f.DurationVar(&o.rolloutPoll, "rollout-poll", federatedworkload.DefaultRolloutPoll,
+		"While a FederatedWorkload rolls, how often its members are read when none of its member objects changed (their changes are watched).")
+	f.IntVar(&o.memberConcurrency, "member-concurrency", federatedworkload.DefaultMemberConcurrency,
+		"How many member reads or writes one FederatedWorkload round makes at once; each has its own timeout.")
+	f.IntVar(&o.concurrentRounds, "concurrent-rounds", federatedworkload.DefaultMaxConcurrentRounds,
+		"How many FederatedWorkloads' rounds run at once.")
 	f.StringVar(&o.fleetNamespace, "fleet-namespace", membercluster.DefaultFleetNamespace,
 		"The only namespace member kubeconfig Secrets are read from (and the only one whose Secrets the hub caches); MemberClusters naming another are refused.")
 	f.BoolVar(&o.allowKubeconfigExec, "allow-kubeconfig-exec", false,
@@ -83,6 +93,7 @@ func runHub(o *hubOptions) error {
 	reg := members.NewRegistry(memberScheme, ctrl.Log.WithName("members"))
 	if err := hub.Setup(mgr, reg, hub.Options{
 		ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
+		RolloutPoll: o.rolloutPoll, MemberConcurrency: o.memberConcurrency, MaxConcurrentRounds: o.concurrentRounds,
 		FleetNamespace: o.fleetNamespace, AllowExec: o.allowKubeconfigExec, AllowInsecureTLS: o.allowInsecureTLS,
 	}); err != nil {
 		return err
@@ -93,5 +104,6 @@ func runHub(o *hubOptions) error {
 		configurations: []rotator.WebhookInfo{{Name: o.validatingConfigName, Type: rotator.Validating}},
 		setup:          func(mgr ctrl.Manager) error { return fleetwebhook.Setup(mgr, o.fleetNamespace) },
 	}, "starting hub", "probeInterval", o.probeInterval, "probeTimeout", o.probeTimeout,
+		"rolloutPoll", o.rolloutPoll, "memberConcurrency", o.memberConcurrency, "concurrentRounds", o.concurrentRounds,
 		"fleetNamespace", o.fleetNamespace, "allowKubeconfigExec", o.allowKubeconfigExec, "allowInsecureKubeconfigTLS", o.allowInsecureTLS)
 }

@@ -44,6 +44,11 @@ type Options struct {
 	// moves (federatedworkload.DefaultRolloutPoll); Resync how often once it is
 	// settled (federatedworkload.DefaultResync).
 	RolloutPoll, Resync time.Duration
+	// MemberConcurrency bounds the member calls one round makes at once
+	// (federatedworkload.DefaultMemberConcurrency); MaxConcurrentRounds the
+	// workloads whose rounds run at once
+	// (federatedworkload.DefaultMaxConcurrentRounds).
+	MemberConcurrency, MaxConcurrentRounds int
 	// FleetNamespace is the only namespace member kubeconfig Secrets are read
 	// from (membercluster.DefaultFleetNamespace).
 	FleetNamespace string
@@ -96,12 +101,19 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the MemberClusterSet controllers: %w", err)
 	}
+	// Each member connection watches the objects the hub wrote there: a
+	// change runs its workload's round at once.
+	events := federatedworkload.NewMemberEvents()
+	reg.AddWatcher(events)
 	if err := (&federatedworkload.Reconciler{
-		Client:      mgr.GetClient(),
-		Members:     reg,
-		Recorder:    mgr.GetEventRecorder("lockstep-hub-federatedworkload"),
-		RolloutPoll: o.RolloutPoll,
-		Resync:      o.Resync,
+		Client:              mgr.GetClient(),
+		Members:             reg,
+		Recorder:            mgr.GetEventRecorder("lockstep-hub-federatedworkload"),
+		RolloutPoll:         o.RolloutPoll,
+		Resync:              o.Resync,
+		MemberConcurrency:   o.MemberConcurrency,
+		MaxConcurrentRounds: o.MaxConcurrentRounds,
+		MemberEvents:        events,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the FederatedWorkload controller: %w", err)
 	}

@@ -15,6 +15,21 @@ const LabelFederatedWorkload = "fleet.lockstep.dev/federatedworkload"
 // object holds, as status.updateRevision names revisions.
 const AnnotationTemplateRevision = "fleet.lockstep.dev/template-revision"
 
+// AnnotationGrant is on every member object the hub writes: the hub's
+// decision for that member as of its last write, so that the next round can
+// rebuild it from the object alone, whatever the workload's status says. Its
+// value is compact JSON, versioned by "v" (internal/fleet/member.Record):
+//
+//	{"v":1,"rev":"<status.updateRevision>","share":4,"grant":{"started":true,"maxUnavailable":2,"maxSurge":1},"stillActing":{...}}
+//
+// share is the replicas the member was given; grant the grant written; rev
+// the template revision the grant was decided for; stillActing, when present,
+// the widest grant the member may still act on until it observes grant (as
+// status.clusters[].stillActing). The hub owns it and re-asserts it with the
+// rest of its fields; a value that does not parse, or of another version,
+// counts as none (the round then falls back to status.clusters).
+const AnnotationGrant = "fleet.lockstep.dev/grant"
+
 // MaxFederatedClusters bounds status.clusters: a FederatedWorkload is placed
 // on at most this many clusters at once.
 const MaxFederatedClusters = 1000
@@ -42,8 +57,10 @@ type FederatedWorkloadSpec struct {
 	// PodCliqueSet (apiVersion, kind, optional metadata labels and annotations,
 	// spec). Its name and namespace are the FederatedWorkload's. Its replicas and
 	// rollout fields (a Deployment's strategy limits and paused, a StatefulSet's
-	// or PodCliqueSet's partition, a PodCliqueSet's paused) belong to the hub and
-	// must be left out. A change to its pod template (spec.template) is a new
+	// or PodCliqueSet's partition, a PodCliqueSet's paused and its
+	// updateStrategy.rollingUpdate maxUnavailable and maxSurge, which the hub
+	// sets to 1 and 0 on ReplicaRecreate members) belong to the hub and must be
+	// left out. A change to its pod template (spec.template) is a new
 	// revision, rolled out under rolloutStrategy; other changes apply at once.
 	// The kind cannot change.
 	// +kubebuilder:pruning:PreserveUnknownFields

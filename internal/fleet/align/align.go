@@ -52,8 +52,11 @@ const (
 	Partitioned Kind = "Partitioned"
 )
 
-// partitionedInFlight is how many units a partitioned member replaces at once.
-const partitionedInFlight = 1
+// PartitionedInFlight is how many units a partitioned member replaces at
+// once: what it is charged for, and so what its object must let it replace
+// (a ReplicaRecreate PodCliqueSet member holds it as its maxUnavailable, and
+// no surge, as internal/fleet/member writes).
+const PartitionedInFlight = 1
 
 // Reach is how far the hub can trust a member's status.
 type Reach int
@@ -407,7 +410,7 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		inFlight := max(0, m.Desired-g.Partition-m.Status.UpdatedAvailable)
 		// room is below 0 when more units run the new revision than allowed
 		// (a new workload's members start on their template): never raise.
-		k := max(0, min(g.Partition, room, freeU, partitionedInFlight-inFlight))
+		k := max(0, min(g.Partition, room, freeU, PartitionedInFlight-inFlight))
 		if k == 0 {
 			mp.Waiting = waiting(g.Partition > 0 && room > 0 && inFlight == 0, "no unavailability budget left")
 			return
@@ -418,22 +421,34 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 		if g.Paused {
 			// A frozen grant's limits are no budget of its own (hold counts
 			// them afresh only from settled counts, and then freezes it only
-			// with none): it starts again from what is free.
-			g.MaxUnavailable, g.MaxSurge = 0, 0
+			// with none): it starts again from what is free. But for the
+			// surge its ReplicaSets already ask for: a paused Deployment
+			// sizes them, in proportion, to replicas + maxSurge, so a lower
+			// maxSurge would delete pods, available ones too. What it runs
+			// above its share it is charged for already.
+			g.MaxUnavailable, g.MaxSurge = 0, min(g.MaxSurge, runningSurge(m))
 		}
 		if !g.Started {
 			// A share on its way up is whole only at its target. A member with
-			// no share keeps the old template: should it get one later, its
-			// units can still stay old.
+			// no share keeps the old template.
 			share := max(m.Desired, m.Target)
 			if share == 0 {
 				return
+			}
+			empty := runsNothing(m)
+			if empty {
+				// Paused, it may never make a unit (see grows): started,
+				// every unit it makes is new, and its share grows only as far
+				// as the partition still allows (redivide). Only what it
+				// holds must fit, and it has nothing to replace: starting it
+				// costs no budget.
+				share = m.Desired
 			}
 			if share > room {
 				mp.Waiting = waiting(share > 0, fmt.Sprintf("its whole share of %d does not fit the %d units the partition still allows", share, room))
 				return
 			}
-			if freeU <= 0 && freeS <= 0 {
+			if freeU <= 0 && freeS <= 0 && !empty {
 				mp.Waiting = "no budget left to start"
 				return
 			}
@@ -491,7 +506,7 @@ func redivide(ms []Member, plans []MemberPlan, p *Plan, partitioned bool) (moved
 	for i := range ms {
 		m := &ms[i]
 		want := m.Target - m.Desired
-		if want <= 0 || !movable(m, plans[i].Grant) {
+		if want <= 0 || !movable(m, plans[i].Grant) || !grows(m, plans[i].Grant) {
 			continue
 		}
 		updates := updatesWhenGrown(m, plans[i].Grant)
@@ -586,6 +601,22 @@ func movable(m *Member, g Grant) bool {
 		last = *m.Last
 	}
 	return atRestUnder(m, last) && atRestUnder(m, g)
+}
+
+// grows: a larger share makes the member more units under grant g. A
+// Deployment member not started (paused, on the old template) that runs
+// nothing may have no ReplicaSet at all (one created paused has none), and a
+// paused Deployment with none creates no pod: its share waits until it is
+// started (then its units are new ones), as a partitioned member's with
+// nothing yet does.
+func grows(m *Member, g Grant) bool {
+	return m.Kind != Deployment || g.Started || !runsNothing(m)
+}
+
+// runsNothing: no unit of the member exists, terminating or not, and none is
+// asked for (a Deployment's status folds in its ReplicaSets' replicas).
+func runsNothing(m *Member) bool {
+	return m.Status.Replicas+m.Status.Terminating == 0
 }
 
 // atRestUnder: the member replaces nothing more under grant g.

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/lockstep-dev/lockstep/internal/rollout"
+	"github.com/lockstep-dev/lockstep/internal/fleet/deploysim"
 )
 
 // The worked rounds: 10 replicas split 5/5 over two partitioned members,
@@ -94,7 +94,7 @@ func settleRound(t *testing.T, fleet []*SimMember, maxUnavailable, maxSurge int3
 		desired += f.Desired
 	}
 	for range 100 {
-		before := fmt.Sprint(unitsOf(fleet))
+		before := fmt.Sprint(layoutsOf(fleet))
 		for _, f := range fleet {
 			if err := f.Act(); err != nil {
 				t.Fatal(err)
@@ -102,9 +102,9 @@ func settleRound(t *testing.T, fleet []*SimMember, maxUnavailable, maxSurge int3
 		}
 		var available, units int32
 		for _, f := range fleet {
-			m := f.Member()
-			available += m.Status.Available
-			units += int32(len(f.Units))
+			u, a, _ := f.Counted()
+			available += a
+			units += u
 		}
 		if available < desired-maxUnavailable || units > desired+maxSurge {
 			t.Fatalf("%d available (floor %d), %d units (ceiling %d): %s", available, desired-maxUnavailable, units, desired+maxSurge, layouts(fleet))
@@ -112,18 +112,10 @@ func settleRound(t *testing.T, fleet []*SimMember, maxUnavailable, maxSurge int3
 		for _, f := range fleet {
 			f.Settle()
 		}
-		if fmt.Sprint(unitsOf(fleet)) == before {
+		if fmt.Sprint(layoutsOf(fleet)) == before {
 			return
 		}
 	}
-}
-
-func unitsOf(fleet []*SimMember) [][]rollout.Unit {
-	var out [][]rollout.Unit
-	for _, f := range fleet {
-		out = append(out, f.Units)
-	}
-	return out
 }
 
 func layouts(fleet []*SimMember) string {
@@ -179,5 +171,120 @@ func TestAlign_PartitionNeverRisesWhenMoreThanAllowedRunTheTemplate(t *testing.T
 	}
 	if !plan.Done {
 		t.Errorf("a workload whose members run their template is not done: %+v", plan)
+	}
+}
+
+// A Deployment member not started (paused on the old template) that runs
+// nothing, such as one that joins mid-rollout, has no ReplicaSet: paused, it
+// never makes a pod, so a share moved to it would never come up. Every unit
+// it makes will be new: while the partition leaves no room for them, its
+// share stays with the others and the rollout ends with it held (found by
+// the property test once members were played by the Deployment controller's
+// rules: the share moved, and the rollout never ended).
+func TestAlign_AnEmptyDeploymentNotStartedTakesNoShareThePartitionHasNoRoomFor(t *testing.T) {
+	s := Strategy{Replicas: 1, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(0), Partition: 1}
+	fleet := []*SimMember{NewSimMember("a", Deployment, 1), NewSimMember("joined", Deployment, 0)}
+	fleet[0].Target, fleet[1].Target = 0, 1
+	var plan Plan
+	for range 3 {
+		if plan = alignRound(t, s, fleet); plan.Done {
+			break
+		}
+		settleRound(t, fleet, 2, 0)
+	}
+	if !plan.Done || plan.SharesHeld != 1 || fleet[0].Desired != 1 || fleet[1].Desired != 0 {
+		t.Errorf("done %v with %d of the shares held: %s", plan.Done, plan.SharesHeld, layouts(fleet))
+	}
+}
+
+// Such a member is started as soon as what it holds fits the partition,
+// even with its whole share not fitting yet (its units all come up new, as
+// far as the partition then lets it grow) and with no budget left (it has
+// nothing to replace). Here the fleet is 5 units short after a member left
+// (no unavailability budget left) and a leaver still holds 2 of the 9 units
+// allowed to update: waiting for its whole share of 8 to fit, it never
+// would.
+func TestAlign_AnEmptyDeploymentStartsWithWhatItHolds(t *testing.T) {
+	s := Strategy{Replicas: 9, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0)}
+	fleet := []*SimMember{NewSimMember("m0", Deployment, 0), NewSimMember("m1", Partitioned, 3), NewSimMember("m2", Partitioned, 1)}
+	fleet[0].Target, fleet[1].Target = 8, 0
+	// m1 runs 2 of its units new, m2 its one: they hold 3 of the 9 allowed.
+	fleet[1].Written = &Grant{Started: true, Partition: 1}
+	fleet[2].Written = &Grant{Started: true}
+	for _, f := range fleet[1:] {
+		f.Observe()
+		for range 3 {
+			if err := f.Act(); err != nil {
+				t.Fatal(err)
+			}
+			f.Settle()
+		}
+	}
+	plan := alignRound(t, s, fleet)
+	if g := plan.Members[0].Grant; !g.Started {
+		t.Fatalf("m0 not started: %+v (%s)", plan.Members[0], plan.Members[0].Waiting)
+	}
+	// 4 units run of 9: never fewer than 3 available, never more than 9 units.
+	for round := range 40 {
+		for range 3 {
+			for _, f := range fleet {
+				if err := f.Act(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var units, available int32
+			for _, f := range fleet {
+				u, a, _ := f.Counted()
+				units, available = units+u, available+a
+			}
+			if available < 3 || units > 9 {
+				t.Fatalf("round %d: %d available, %d units: %s", round, available, units, layouts(fleet))
+			}
+			for _, f := range fleet {
+				f.Settle()
+			}
+		}
+		if plan = alignRound(t, s, fleet); plan.Done {
+			break
+		}
+		if round == 39 {
+			t.Fatalf("not done: %s", layouts(fleet))
+		}
+	}
+	if f := fleet[0]; f.Desired != 8 || f.Deployment.Of(newTemplate).Pods.Available != 8 {
+		t.Errorf("m0 ends with %d replicas: %s", f.Desired, f.Deployment)
+	}
+}
+
+// A paused Deployment still sizes its ReplicaSets, in proportion, to replicas
+// + maxSurge, so a grant that lowered a paused member's maxSurge below the
+// surge its ReplicaSets ask for would make it delete pods, available ones
+// too, at no charge. Here a is paused mid-rollout (3 old pods, 1 new one
+// starting), its counts settling, and b holds the rest of the budget: a
+// keeps a maxSurge of 1 (found by the property test once the rollout could
+// be paused for a few rounds: a's maxSurge went to 0 and it lost a pod).
+func TestAlign_APausedDeploymentKeepsTheSurgeItsReplicaSetsAskFor(t *testing.T) {
+	s := Strategy{Replicas: 6, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(1)}
+	a := Member{Name: "a", Kind: Deployment, Desired: 3, Target: 3, Last: &Grant{Started: true, MaxUnavailable: 1, MaxSurge: 1, Paused: true},
+		Status: Status{Replicas: 4, Updated: 1, Available: 3, Settling: true}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 3, Target: 3, Last: &Grant{Started: true, MaxUnavailable: 1},
+		Status: Status{Replicas: 3, Updated: 1, Available: 2}}
+	plan, err := Align(s, []Member{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; g.MaxSurge < 1 {
+		t.Errorf("a's maxSurge lowered to %d under the 1 pod its ReplicaSets ask for above its share: %+v", g.MaxSurge, g)
+	}
+	d := deploysim.AtRest(DeploymentSpec(nil, 3))
+	d.SetSpec(DeploymentSpec(&Grant{Started: true, MaxSurge: 1}, 3))
+	d.Sync()
+	d.SyncReplicaSets()
+	g := plan.Members[0].Grant
+	d.SetSpec(DeploymentSpec(&g, 3))
+	d.Sync()
+	d.SyncReplicaSets()
+	if _, available, _ := d.Counted(newTemplate); available != 3 {
+		t.Errorf("a, acting on its grant %+v, has %d pods available: %s", g, available, d)
 	}
 }

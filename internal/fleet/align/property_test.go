@@ -3,6 +3,7 @@ package align
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -12,9 +13,13 @@ import (
 )
 
 // Over random fleets (kinds, shares), global strategies, members that see
-// their grants late, members the hub loses for a while, and the replicas
-// re-divided mid-rollout (new weights, a member leaving, a member joining),
-// the fleet-wide invariants hold after every action of every member: at least
+// their grants late, members the hub loses for a while, statuses that trail,
+// terminating units that outlast new ones' start-up, a pause of a few rounds,
+// and the replicas re-divided mid-rollout (new weights, a member leaving, a
+// member joining), the fleet-wide invariants hold after every action of every
+// member (units counted as SimMember.Counted says: a Deployment's terminating
+// pods are not, as its own controller and the e2e tests' watcher do not count
+// them): at least
 // replicas − maxUnavailable available, at most replicas + maxSurge units, at
 // most replicas − partition units on the new revision (plus the surge: units
 // above a member's replicas, members' replicas above the global ones while
@@ -58,31 +63,36 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 		check := func(when string) {
 			var available, units, scales, updated int32
 			for _, f := range fleet {
-				m := f.live()
-				available += m.Status.Available
-				units += int32(len(f.Units))
+				u, a, up := f.Counted()
+				available += a
+				units += u
 				scales += f.Scale
-				updated += min(m.Status.Updated, f.Scale) // a member's units above its replicas are surge
+				updated += min(up, f.Scale) // a member's units above its replicas are surge
 			}
 			// So are members' replicas above the global ones while shares
 			// move; the rest keep to the partition.
 			mostUpdated := desired - s.Partition + max(0, scales-desired)
 			if available < desired-u-lostShare || units > desired+sg || updated > mostUpdated {
 				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d): %s\n%+v",
-					when, available, desired-u-lostShare, units, desired+sg, updated, mostUpdated, layouts(fleet), members(fleet))
+					when, available, desired-u-lostShare, units, desired+sg, updated, mostUpdated, states(fleet), members(fleet))
 			}
 		}
 		faulty := rapid.IntRange(0, 8).Draw(t, "faulty rounds")
 		redivideAt := rapid.IntRange(-1, 6).Draw(t, "re-division round")
+		// The rollout may be paused for a few rounds (a paused Deployment
+		// member still scales, in proportion).
+		pauseAt := rapid.IntRange(-1, 6).Draw(t, "pause round")
+		pauseFor := rapid.IntRange(1, 3).Draw(t, "rounds paused")
 		var last Plan
 		for round := range 200 {
+			s.Paused = pauseAt >= 0 && round >= pauseAt && round < pauseAt+pauseFor
 			if round == redivideAt {
 				fleet = newDivision(t, fleet, desired)
 			}
 			// The hub's round: align on what it sees, write the grants.
 			plan, err := Align(s, members(fleet))
 			last = plan
-			t.Logf("round %d: %s\n  plan %+v", round, layouts(fleet), plan.Members)
+			t.Logf("round %d: %s\n  plan %+v", round, states(fleet), plan.Members)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,8 +174,16 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 					check(fmt.Sprintf("round %d pass %d after %s acted", round, p, f.Name))
 				}
 				for _, f := range fleet {
-					if rapid.Bool().Draw(t, "settles") || round >= faulty {
+					switch {
+					case round >= faulty:
 						f.Settle()
+					case rapid.Bool().Draw(t, "settles"):
+						// Terminating units may outlast the start-up of new ones.
+						if rapid.Bool().Draw(t, "terminating linger") {
+							f.StartUnits()
+						} else {
+							f.Settle()
+						}
 					}
 				}
 				check(fmt.Sprintf("round %d pass %d settled", round, p))
@@ -201,6 +219,18 @@ func newDivision(t *rapid.T, fleet []*SimMember, replicas int32) []*SimMember {
 		fleet[i].Target = share
 	}
 	return fleet
+}
+
+// states draws every member: its layout and a Deployment's ReplicaSets.
+func states(fleet []*SimMember) string {
+	var b strings.Builder
+	for _, f := range fleet {
+		fmt.Fprintf(&b, "\n  %s", f.Layout())
+		if f.Deployment != nil {
+			fmt.Fprintf(&b, ": %s", f.Deployment)
+		}
+	}
+	return b.String()
 }
 
 func members(fleet []*SimMember) []Member {

@@ -94,19 +94,21 @@ func TestAlign_SimulationAtScale(t *testing.T) {
 		var available, units int32
 		for _, f := range fleet {
 			if !f.Lost {
-				if err := f.Act(); err != nil {
+				if err := f.actUntilStill(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			m := f.Member()
-			available += m.Status.Available
-			units += int32(len(f.Units))
+			u, a, _ := f.Counted()
+			available += a
+			units += u
 		}
 		if available < replicas-plan.MaxUnavailable || units > replicas+plan.MaxSurge {
 			t.Fatalf("round %d: %d available (floor %d), %d units (ceiling %d)", round, available, replicas-plan.MaxUnavailable, units, replicas+plan.MaxSurge)
 		}
 		for _, f := range fleet {
-			f.Settle()
+			if err := f.settleAndReact(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	ideal := (replicas + budget - 1) / budget

@@ -6,14 +6,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/deploysim"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // SimMember plays a member cluster's own controller for the planner's tests and
 // the fleet simulation (`lockstep plan` plays whole members with
-// fleetsim.Member instead): the single-cluster planner (rollout.PlanLevel)
-// over its units, told the grant as a Deployment or a StatefulSet would be (a
-// StatefulSet updates one unit at a time above its partition).
+// fleetsim.Member instead). A Deployment member is played as the Deployment
+// and ReplicaSet controllers play it (deploysim), told the grant as the hub
+// writes it (member.RolloutFields); a partitioned member with the
+// single-cluster planner (rollout.PlanLevel) over its units, one unit at a
+// time above its partition, as a StatefulSet does.
 type SimMember struct {
 	Name string
 	Kind Kind
@@ -21,10 +24,14 @@ type SimMember struct {
 	// on (behind Desired until it observes the write). Target is its share
 	// under the division now.
 	Desired, Scale, Target int32
-	// scaled is the Scale a frozen member (not started, paused) last scaled
-	// to: like a Deployment, it acts only on a change of replicas.
+	// scaled is the Scale a frozen partitioned member (not started) last
+	// scaled to: it acts only on a change of replicas.
 	scaled int32
-	Units  []rollout.Unit
+	// Units are a partitioned member's units.
+	Units []rollout.Unit
+	// Deployment is a Deployment member's object as its controller sees it,
+	// with its ReplicaSets and pods.
+	Deployment *deploysim.Deployment
 	// Written is the grant the hub wrote last; Applied the one the member acts
 	// on (behind Written until it observes the write).
 	Written, Applied *Grant
@@ -34,20 +41,55 @@ type SimMember struct {
 	acting *Grant
 	// Lost: the hub cannot reach the member.
 	Lost bool
-	// reported is the status the member last wrote, when it lags its units
-	// (nil: it reports them as they are). A Deployment writes its status from
-	// its ReplicaSets' counts, which trail the pods it just asked for, while
-	// its observedGeneration is already current.
-	reported *Status
+	// lagging: a Deployment member's ReplicaSet controller does not run (its
+	// pods do not follow their ReplicaSets' replicas, their statuses stay)
+	// until Report.
+	lagging bool
 }
 
-// NewSimMember is a member with desired units, all old and available.
+// The templates of a simulated rollout: what every member runs at first,
+// and what the rollout brings.
+const (
+	oldTemplate = "old"
+	newTemplate = "new"
+)
+
+// NewSimMember is a member at rest with desired units, all old and
+// available. A Deployment member with none was created paused (a member
+// object the hub creates with no share is), so it has no ReplicaSet.
 func NewSimMember(name string, kind Kind, desired int32) *SimMember {
 	m := &SimMember{Name: name, Kind: kind, Desired: desired, Scale: desired, Target: desired, scaled: desired}
+	if kind == Deployment {
+		spec := DeploymentSpec(nil, desired)
+		if desired > 0 {
+			m.Deployment = deploysim.AtRest(spec)
+		} else {
+			m.Deployment = deploysim.New(spec)
+			m.Deployment.Sync() // its controller has seen it: it is current
+		}
+		return m
+	}
 	for i := range desired {
-		m.Units = append(m.Units, rollout.Unit{Index: i, Revision: "old", Scheduled: true, Ready: true, Available: true})
+		m.Units = append(m.Units, rollout.Unit{Index: i, Revision: oldTemplate, Scheduled: true, Ready: true, Available: true})
 	}
 	return m
+}
+
+// DeploymentSpec is the spec of a Deployment member object holding grant g
+// (nil: none written yet) and replicas, as internal/fleet/member writes it:
+// not started, it holds the old template, paused, with the placeholder
+// limits 1 and 0; started, the new template with the grant as Stored says.
+func DeploymentSpec(g *Grant, replicas int32) deploysim.Spec {
+	s := deploysim.Spec{Replicas: replicas, Template: oldTemplate, Paused: true,
+		MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0)}
+	if g == nil {
+		return s
+	}
+	if st := Stored(Deployment, *g); st.Started {
+		s.Template, s.Paused = newTemplate, st.Paused
+		s.MaxUnavailable, s.MaxSurge = intstr.FromInt32(st.MaxUnavailable), intstr.FromInt32(st.MaxSurge)
+	}
+	return s
 }
 
 // Write is the hub writing the member object: its replicas and grant.
@@ -61,56 +103,41 @@ func (f *SimMember) Write(mp MemberPlan) {
 // Observe is the member's controller seeing the last write.
 func (f *SimMember) Observe() {
 	f.Applied, f.Scale = f.Written, f.Desired
-}
-
-// LagStatus makes the member keep reporting the status it has now (or the
-// one it already lags at), until Report: what it does next is not in its
-// status yet.
-func (f *SimMember) LagStatus() {
-	if f.reported == nil {
-		st := f.live().Status
-		f.reported = &st
+	if f.Deployment != nil {
+		f.Deployment.SetSpec(DeploymentSpec(f.Applied, f.Scale))
 	}
 }
 
-// Report makes the member's status what its units are.
+// LagStatus stops a Deployment member's ReplicaSet controller until Report:
+// the Deployment controller goes on scaling ReplicaSets whose pods do not
+// follow and whose statuses do not change.
+func (f *SimMember) LagStatus() {
+	f.lagging = true
+}
+
+// Report lets a Deployment member's ReplicaSet controller run again: it
+// reports the pods as they are, and creates and deletes them at its next
+// pass.
 func (f *SimMember) Report() {
-	f.reported = nil
+	if f.Deployment != nil && f.lagging {
+		f.Deployment.ReportReplicaSets()
+	}
+	f.lagging = false
 }
 
 // Member is what the hub sees of it.
 func (f *SimMember) Member() Member {
-	m := f.live()
-	if f.reported != nil && f.Kind == Deployment {
-		live := m.Status
-		m.Status = intentsOver(*f.reported, live)
-		m.Status.Settling = m.Status != live
-	}
-	return m
-}
-
-// intentsOver is what the hub reads of a Deployment whose status lags: the
-// lagging status, and what its ReplicaSets ask for (each revision's units
-// counted as the more of asked and reported, available only when both say
-// so), as the hub does.
-func intentsOver(reported, units Status) Status {
-	old := max(reported.Replicas-reported.Updated, units.Replicas-units.Updated)
-	s := Status{Updated: max(reported.Updated, units.Updated), Terminating: reported.Terminating}
-	s.Replicas = old + s.Updated
-	s.UpdatedAvailable = min(reported.UpdatedAvailable, units.Updated)
-	s.Available = s.UpdatedAvailable + min(reported.Available-reported.UpdatedAvailable, units.Replicas-units.Updated)
-	return s
-}
-
-// live is the member with the status of its units as they are.
-func (f *SimMember) live() Member {
 	m := Member{Name: f.Name, Kind: f.Kind, Desired: f.Desired, Target: f.Target, Last: f.Written}
-	if f.Written != f.Applied || f.Scale != f.Desired {
+	if f.stale() {
 		m.Reach = Stale
 		m.Observed = f.acting
 	}
 	if f.Lost {
 		m.Reach = Lost
+	}
+	if f.Deployment != nil {
+		m.Status = DeploymentStatus(f.Deployment, DeploymentSpec(f.Written, f.Desired).Template == newTemplate)
+		return m
 	}
 	for _, u := range f.Units {
 		if u.Terminating {
@@ -121,7 +148,7 @@ func (f *SimMember) live() Member {
 		if u.Available {
 			m.Status.Available++
 		}
-		if u.Revision == "new" {
+		if u.Revision == newTemplate {
 			m.Status.Updated++
 			if u.Available {
 				m.Status.UpdatedAvailable++
@@ -131,35 +158,110 @@ func (f *SimMember) live() Member {
 	return m
 }
 
-// policy is the member controller's own policy under its grant. A member
-// not started or paused replaces nothing but still scales, as a Deployment
-// does: new units on the template it holds.
+// stale: the member's status does not describe the last write yet. A
+// Deployment's is current once its controller synced the spec written last
+// (its observedGeneration).
+func (f *SimMember) stale() bool {
+	if d := f.Deployment; d != nil {
+		return d.Spec != DeploymentSpec(f.Written, f.Desired) || d.Status.ObservedGeneration < d.Generation
+	}
+	return f.Written != f.Applied || f.Scale != f.Desired
+}
+
+// DeploymentStatus is what the hub reads of a Deployment member (holding the
+// new template or not), as internal/fleet/member reads it (StatusOf, then
+// WithReplicaSets; fleetsim's tests check the two agree): the Deployment's
+// status, which trails its ReplicaSets' statuses, folded with what each
+// ReplicaSet asks for (the more of its replicas and the pods it reports; as
+// available only pods both keep, none while its status has not observed its
+// spec). Settling while any ReplicaSet has not caught up or the folding
+// changed a count.
+func DeploymentStatus(d *deploysim.Deployment, holdsNew bool) Status {
+	ds := d.Status
+	s := Status{Replicas: ds.Replicas, Terminating: ds.Terminating, Available: ds.Available}
+	if holdsNew {
+		s.Updated = ds.Updated
+	}
+	s.UpdatedAvailable = min(s.Updated, max(0, s.Available-(s.Replicas-s.Updated)))
+	var replicas, available, updated, updatedAvailable int32
+	for _, rs := range d.ReplicaSets {
+		asked, kept := max(rs.Replicas, rs.Status.Replicas), min(rs.Replicas, rs.Status.AvailableReplicas)
+		if rs.Status.ObservedGeneration < rs.Generation {
+			kept = 0 // its status may count pods it has deleted since
+		}
+		replicas += asked
+		available += kept
+		if rs.Replicas != rs.Status.Replicas || rs.Status.ObservedGeneration < rs.Generation {
+			s.Settling = true
+		}
+		if holdsNew && d.Revision != 0 && rs.Revision == d.Revision {
+			updated, updatedAvailable = asked, kept
+		}
+	}
+	if replicas > s.Replicas || available < s.Available || updated > s.Updated || updatedAvailable < s.UpdatedAvailable {
+		s.Settling = true
+	}
+	s.Replicas = max(s.Replicas, replicas)
+	s.Available = min(s.Available, available)
+	if holdsNew {
+		s.Updated = max(s.Updated, updated)
+		s.UpdatedAvailable = min(s.UpdatedAvailable, updatedAvailable, s.Updated)
+	}
+	return s
+}
+
+// Counted is the member's units as a watcher outside it bounds them (the
+// e2e tests' fleetwatch): a partitioned member's every unit, terminating
+// ones too; a Deployment's pods that are not terminating, each ReplicaSet's
+// counted up to its replicas (its controller bounds those by maxSurge, not
+// the pods it has yet to delete). Available and updated (new) units alike.
+func (f *SimMember) Counted() (units, available, updated int32) {
+	if f.Deployment != nil {
+		return f.Deployment.Counted(newTemplate)
+	}
+	for _, u := range f.Units {
+		units++
+		if u.Available {
+			available++
+		}
+		if u.Revision == newTemplate && !u.Terminating {
+			updated++
+		}
+	}
+	return units, available, updated
+}
+
+// policy is a partitioned member's own policy under its grant. Before its
+// first grant it replaces nothing but still scales, new units on the old
+// template.
 func (f *SimMember) policy() (rollout.Policy, bool) {
-	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: f.Scale, UpdateRevision: "new", CurrentRevision: "old",
+	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: f.Scale, UpdateRevision: newTemplate, CurrentRevision: oldTemplate,
 		UpdateOrder: rollout.LowestIndexFirst, ScaleIn: rollout.HighestIndexFirst}
-	g := f.Applied
-	switch {
-	case f.Kind == Partitioned && g != nil && g.Started:
-		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(1), intstr.FromInt32(0)
-		p.Partition = g.Partition
-	case g == nil || !g.Started || g.Paused:
+	if g := f.Applied; g == nil || !g.Started {
 		if f.Scale == f.scaled {
 			return p, false
 		}
-		p.Type = v1alpha1.OnDeleteStrategyType
-		if g == nil || !g.Started {
-			p.UpdateRevision = "old"
-		}
-	default:
-		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(g.MaxUnavailable), intstr.FromInt32(g.MaxSurge)
+		p.Type, p.UpdateRevision = v1alpha1.OnDeleteStrategyType, oldTemplate
+	} else {
+		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(PartitionedInFlight), intstr.FromInt32(0)
+		p.Partition = g.Partition
 	}
 	f.scaled = f.Scale
 	return p, true
 }
 
-// Act runs one pass of the member's controller: deletes, then creates (new
-// units start unavailable).
+// Act runs one pass of the member's controllers. A Deployment's controller
+// syncs once, then (unless lagging) its ReplicaSet controller makes the pods
+// follow (new pods start unavailable); a partitioned member deletes, then
+// creates.
 func (f *SimMember) Act() error {
+	if d := f.Deployment; d != nil {
+		d.Sync()
+		if !f.lagging {
+			d.SyncReplicaSets()
+		}
+		return nil
+	}
 	p, ok := f.policy()
 	if !ok {
 		return nil
@@ -172,15 +274,90 @@ func (f *SimMember) Act() error {
 	return nil
 }
 
-// Settle lets terminating units go and new units become available.
+// Settle lets time pass: terminating units go and new units become
+// available (a Deployment's ReplicaSets, unless lagging, report them).
 func (f *SimMember) Settle() {
+	if d := f.Deployment; d != nil {
+		d.StartPods()
+		d.RemoveTerminating()
+		if !f.lagging {
+			d.ReportReplicaSets()
+		}
+		return
+	}
 	f.Units = rollout.Settled(f.Units)
 }
 
-// Layout reads as "old=N new=M" plus the grant.
+// StartUnits lets time pass for the new units only: they become available,
+// while terminating ones stay (a pod's grace period can outlast another's
+// start-up).
+func (f *SimMember) StartUnits() {
+	if d := f.Deployment; d != nil {
+		d.StartPods()
+		if !f.lagging {
+			d.ReportReplicaSets()
+		}
+		return
+	}
+	for i := range f.Units {
+		if !f.Units[i].Terminating {
+			f.Units[i].Ready, f.Units[i].Available = true, true
+		}
+	}
+}
+
+// settleAndReact lets time pass, then lets a Deployment's controllers react
+// at once to its pods' new counts (its controller syncs on its ReplicaSets'
+// statuses), on the grant it holds.
+func (f *SimMember) settleAndReact() error {
+	f.Settle()
+	if f.Deployment == nil || f.Lost {
+		return nil
+	}
+	return f.actUntilStill()
+}
+
+// actUntilStill runs the member's controllers until they wait for time to
+// pass: a Deployment's pass after pass until a pass changes nothing (its
+// controller takes one step a sync), a partitioned member's planner once.
+func (f *SimMember) actUntilStill() error {
+	d := f.Deployment
+	if d == nil {
+		return f.Act()
+	}
+	for range 100 {
+		changed := d.Sync()
+		if !f.lagging {
+			changed = d.SyncReplicaSets() || changed
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return fmt.Errorf("member %s: its controllers never came to rest: %s", f.Name, d)
+}
+
+// state is the member's units (a Deployment's ReplicaSets and pods) and
+// applied grant, to tell whether anything moved.
+func (f *SimMember) state() string {
+	if f.Deployment != nil {
+		return fmt.Sprint(f.Deployment, f.Applied)
+	}
+	return fmt.Sprint(f.Units, f.Applied)
+}
+
+// Layout reads as "name new N/M": N units new and available of M desired,
+// plus a partitioned member's partition.
 func (f *SimMember) Layout() string {
-	m := f.live()
-	s := fmt.Sprintf("%s new %d/%d", f.Name, m.Status.UpdatedAvailable, f.Desired)
+	var newAvailable int32
+	if f.Deployment != nil {
+		if rs := f.Deployment.Of(newTemplate); rs != nil {
+			newAvailable = rs.Pods.Available
+		}
+	} else {
+		newAvailable = f.Member().Status.UpdatedAvailable
+	}
+	s := fmt.Sprintf("%s new %d/%d", f.Name, newAvailable, f.Desired)
 	if f.Applied != nil && f.Kind == Partitioned {
 		s += fmt.Sprintf(" partition %d", f.Applied.Partition)
 	}
@@ -192,7 +369,8 @@ func (f *SimMember) Layout() string {
 // units), and each member once its new units became available.
 type Wave struct {
 	Plan Plan
-	// Available and Units count over the fleet right after the members acted.
+	// Available and Units count over the fleet right after the members
+	// acted, as SimMember.Counted counts them.
 	Available, Units int32
 	Members          []WaveMember
 }
@@ -207,8 +385,10 @@ type WaveMember struct {
 
 // Play runs a rollout wave by wave, as the hub and the members' controllers
 // would with every unit taking one start-up time: each wave the hub aligns on
-// what the members report and writes the grants, each member acts on its grant
-// once, then the units it created become available and the ones it deleted go.
+// what the members report and writes the grants, each member's controllers
+// act on its grant until they wait for time to pass, then the units they
+// created become available and the ones they deleted go. Units are counted as
+// a watcher outside the members counts them (SimMember.Counted).
 // It stops when Align reports the rollout done, when a wave changed nothing
 // (stuck: paused, or waiting for ever), or after maxWaves; done says whether
 // it finished.
@@ -238,22 +418,24 @@ func Play(s Strategy, fleet []*SimMember, maxWaves int) (waves []Wave, done bool
 			}
 		}
 		for _, f := range fleet {
-			if err := f.Act(); err != nil {
+			if err := f.actUntilStill(); err != nil {
 				return waves, false, err
 			}
-			st := f.Member().Status
-			w.Available += st.Available
-			w.Units += st.Replicas + st.Terminating
+			units, available, _ := f.Counted()
+			w.Available += available
+			w.Units += units
 		}
 		for _, mp := range plan.Members {
 			f := byName[mp.Name]
 			if f == nil {
 				continue
 			}
-			f.Settle()
-			st := f.Member().Status
-			w.Members = append(w.Members, WaveMember{Name: f.Name, Desired: f.Desired, Updated: st.Updated,
-				Available: st.Available, Grant: mp.Grant, Waiting: mp.Waiting})
+			if err := f.settleAndReact(); err != nil {
+				return waves, false, err
+			}
+			_, available, updated := f.Counted()
+			w.Members = append(w.Members, WaveMember{Name: f.Name, Desired: f.Desired, Updated: updated,
+				Available: available, Grant: mp.Grant, Waiting: mp.Waiting})
 		}
 		waves = append(waves, w)
 		if fmt.Sprint(layoutsOf(fleet)) == before {
@@ -263,12 +445,12 @@ func Play(s Strategy, fleet []*SimMember, maxWaves int) (waves []Wave, done bool
 	return waves, false, nil
 }
 
-// layoutsOf is every member's units and applied grant, to tell whether a wave
-// changed anything.
+// layoutsOf is every member's state, to tell whether a wave changed
+// anything.
 func layoutsOf(fleet []*SimMember) []string {
 	out := make([]string, 0, len(fleet))
 	for _, f := range fleet {
-		out = append(out, fmt.Sprint(f.Units, f.Applied))
+		out = append(out, f.state())
 	}
 	return out
 }

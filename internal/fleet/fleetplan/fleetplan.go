@@ -91,7 +91,8 @@ type Result struct {
 	// Done: the hub's planner reported the rollout finished within MaxWaves.
 	Done bool
 	// Floor and Ceiling are the fleet-wide bounds every wave must keep:
-	// replicas − maxUnavailable available, replicas + maxSurge units.
+	// replicas − maxUnavailable available, replicas + maxSurge units that
+	// are not terminating.
 	Floor, Ceiling int32
 	// Breaches lists the waves (from 1) that broke a bound.
 	Breaches []string
@@ -135,6 +136,12 @@ func Run(in Input) (Result, error) {
 		}
 		if out.Plan.Done {
 			res.Done = true
+			if deletes(out.Writes) {
+				// The objects it deleted leave the status at the next round.
+				if _, err := h.round(); err != nil {
+					return res, err
+				}
+			}
 			break
 		}
 		w := align.Wave{Plan: out.Plan}
@@ -144,7 +151,10 @@ func Run(in Input) (Result, error) {
 		for _, m := range h.members {
 			c := m.Count(tmpl.Revision)
 			w.Available += c.Available
-			w.Units += c.Replicas + c.Terminating
+			// Terminating units do not count (a Deployment's controller
+			// bounds only its ReplicaSets' replicas by maxSurge), as the
+			// e2e tests' watcher counts.
+			w.Units += c.Replicas
 		}
 		h.settle()
 		plans := make(map[string]align.MemberPlan, len(out.Plan.Members))
@@ -171,6 +181,11 @@ func Run(in Input) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// deletes: some of writes delete a member object.
+func deletes(writes []round.Write) bool {
+	return slices.ContainsFunc(writes, func(w round.Write) bool { return w.Op == round.Delete })
 }
 
 // shares are the clusters' shares under the division, as the hub computes

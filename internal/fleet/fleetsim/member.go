@@ -3,17 +3,16 @@ package fleetsim
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/deploysim"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -21,10 +20,11 @@ import (
 // Member plays one member cluster in an offline fleet rollout: its apiserver,
 // holding the workload's member object (and a Deployment's ReplicaSets) and
 // taking the hub's writes by the apiserver's rules, and the object's own
-// controller, which replaces units with the single-cluster planner
-// (rollout.PlanLevel): a Deployment within the maxUnavailable and maxSurge
-// its object holds (frozen while paused: it only scales), a StatefulSet or a
-// PodCliqueSet one unit at a time above its partition. Units are
+// controller: a Deployment's are kube-controller-manager's Deployment and
+// ReplicaSet controllers as deploysim plays them; the others replace units
+// with the single-cluster planner (rollout.PlanLevel), a StatefulSet one
+// unit at a time above its partition, a PodCliqueSet as podCliqueSetPolicy
+// says. Units are
 // pods, or PodCliqueSet replicas; each is made from the pod template its
 // object held then, named by the fleet.lockstep.dev/template-revision
 // annotation.
@@ -38,12 +38,12 @@ type Member struct {
 	// partition at (a StatefulSet's currentRevision): the revision every unit
 	// last ran.
 	current string
-	// scaled is the replicas a frozen Deployment last scaled to: like the
-	// Deployment controller, it acts only on a change of replicas.
-	scaled int32
-	// revisions number the pod templates a Deployment ran, as its
-	// ReplicaSets' deployment.kubernetes.io/revision does.
-	revisions     map[string]int
+	// dep is a Deployment's controllers, ReplicaSets and pods (see
+	// deployment.go), which units do not hold; it outlives a deleted object
+	// until Settle. synced is the object's generation its controller last
+	// acted on.
+	dep           *deploysim.Deployment
+	synced        int64
 	uids, version int
 	// Received are the requests the member got, in order; the caller may
 	// clear it.
@@ -74,7 +74,7 @@ const deploymentRevision = "deployment.kubernetes.io/revision"
 
 // NewMember is a member cluster holding no member object.
 func NewMember(name string) *Member {
-	return &Member{Name: name, revisions: map[string]int{}}
+	return &Member{Name: name}
 }
 
 // Get is the member object as a read returns it, nil when there is none.
@@ -98,6 +98,9 @@ func (m *Member) Create(obj *unstructured.Unstructured) error {
 	m.obj = o
 	m.bump()
 	m.current = revisionOf(o)
+	if o.GetKind() == string(member.Deployment) {
+		m.dep = deploysim.New(deploymentSpec(o))
+	}
 	return nil
 }
 
@@ -137,6 +140,9 @@ func (m *Member) Delete(obj *unstructured.Unstructured, uid types.UID, resourceV
 			m.Name, obj.GetName(), uid, resourceVersion, m.obj.GetUID(), m.obj.GetResourceVersion())
 	}
 	m.obj = nil
+	if m.dep != nil {
+		m.dep.TerminateAll()
+	}
 	for i := range m.units {
 		m.units[i].Terminating, m.units[i].Ready, m.units[i].Available = true, false, false
 	}
@@ -149,8 +155,15 @@ func (m *Member) bump() {
 }
 
 // Act runs one pass of the object's controller: deletes, then creates (new
-// units start unavailable).
+// units start unavailable). A Deployment's controllers act until they wait
+// for pods to start or go.
 func (m *Member) Act() error {
+	if m.dep != nil {
+		if m.obj != nil {
+			m.actDeployment()
+		}
+		return nil
+	}
 	p, ok := m.policy()
 	if !ok {
 		return nil
@@ -164,7 +177,7 @@ func (m *Member) Act() error {
 }
 
 // policy is what the object tells its controller, read as that controller
-// reads it; false when a frozen Deployment has nothing to do.
+// reads it; false when there is no object.
 func (m *Member) policy() (rollout.Policy, bool) {
 	if m.obj == nil {
 		return rollout.Policy{}, false
@@ -174,28 +187,21 @@ func (m *Member) policy() (rollout.Policy, bool) {
 	p := rollout.Policy{Type: v1alpha1.RollingUpdateStrategyType, Replicas: replicas, UpdateRevision: revisionOf(m.obj),
 		CurrentRevision: m.current, UpdateOrder: rollout.LowestIndexFirst, ScaleIn: rollout.HighestIndexFirst}
 	switch kind {
-	case member.Deployment:
-		if paused, _, _ := unstructured.NestedBool(m.obj.Object, "spec", "paused"); paused {
-			// Paused: no replacement, but it scales, new units on the
-			// template it holds.
-			if replicas == m.scaled {
-				return p, false
-			}
-			p.Type = v1alpha1.OnDeleteStrategyType
-			break
-		}
-		p.MaxUnavailable = intOrString(m.obj, "spec", "strategy", "rollingUpdate", "maxUnavailable")
-		p.MaxSurge = intOrString(m.obj, "spec", "strategy", "rollingUpdate", "maxSurge")
+	case member.PodCliqueSet:
+		p = podCliqueSetPolicy(m.obj, p)
 	default:
 		p.MaxUnavailable, p.MaxSurge = intstr.FromInt32(1), intstr.FromInt32(0)
 		p.Partition = int32(intField(m.obj, "spec", "updateStrategy", "rollingUpdate", "partition"))
 	}
-	m.scaled = replicas
 	return p, true
 }
 
 // Settle lets terminating units go and new units become available.
 func (m *Member) Settle() {
+	if m.dep != nil {
+		m.settleDeployment()
+		return
+	}
 	m.units = rollout.Settled(m.units)
 }
 
@@ -207,6 +213,13 @@ func (m *Member) Report() {
 		return
 	}
 	rev := revisionOf(m.obj)
+	if m.dep != nil {
+		_ = unstructured.SetNestedField(m.obj.Object, m.deploymentStatus(), "status")
+		if m.dep.Revision != 0 {
+			m.obj.SetAnnotations(merged(m.obj.GetAnnotations(), map[string]string{deploymentRevision: strconv.FormatInt(m.dep.Revision, 10)}))
+		}
+		return
+	}
 	c := m.Count(rev)
 	_ = unstructured.SetNestedField(m.obj.Object, map[string]any{
 		"observedGeneration": m.obj.GetGeneration(),
@@ -216,45 +229,15 @@ func (m *Member) Report() {
 	if c.Updated == c.Replicas && c.Terminating == 0 {
 		m.current = rev
 	}
-	if m.obj.GetKind() == string(member.Deployment) {
-		if _, ok := m.revisions[rev]; !ok {
-			m.revisions[rev] = len(m.revisions) + 1
-		}
-		m.obj.SetAnnotations(merged(m.obj.GetAnnotations(), map[string]string{deploymentRevision: strconv.Itoa(m.revisions[rev])}))
-	}
 }
 
-// ReplicaSets are a Deployment member's ReplicaSets, one per revision its
-// units run and one for the template it holds, each owned by the
-// Deployment and as settled as its units.
+// ReplicaSets are a Deployment member's ReplicaSets, as its controllers left
+// them.
 func (m *Member) ReplicaSets() []unstructured.Unstructured {
-	if m.obj == nil || m.obj.GetKind() != string(member.Deployment) {
+	if m.obj == nil || m.dep == nil {
 		return nil
 	}
-	revs := []string{revisionOf(m.obj)}
-	for _, u := range m.units {
-		if !slices.Contains(revs, u.Revision) {
-			revs = append(revs, u.Revision)
-		}
-	}
-	var out []unstructured.Unstructured
-	for _, rev := range revs {
-		c := m.Count(rev)
-		rs := unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "apps/v1", "kind": "ReplicaSet",
-			"spec":   map[string]any{"replicas": int64(c.Updated)},
-			"status": map[string]any{"observedGeneration": int64(1), "replicas": int64(c.Updated), "availableReplicas": int64(c.UpdatedAvailable)},
-		}}
-		rs.SetNamespace(m.obj.GetNamespace())
-		rs.SetName(m.obj.GetName() + "-" + rev)
-		rs.SetGeneration(1)
-		rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: m.obj.GetName(), UID: m.obj.GetUID()}})
-		if n, ok := m.revisions[rev]; ok {
-			rs.SetAnnotations(map[string]string{deploymentRevision: strconv.Itoa(n)})
-		}
-		out = append(out, rs)
-	}
-	return out
+	return m.deploymentReplicaSets()
 }
 
 // Counts are a member's units: Replicas live (not terminating), Terminating,
@@ -266,6 +249,9 @@ type Counts struct {
 
 // Count counts the member's units, Updated those of revision rev.
 func (m *Member) Count(rev string) Counts {
+	if m.dep != nil {
+		return m.deploymentCounts(rev)
+	}
 	var c Counts
 	for _, u := range m.units {
 		if u.Terminating {
@@ -292,6 +278,9 @@ func (m *Member) State() string {
 	var spec any
 	if m.obj != nil {
 		spec = m.obj.Object["spec"]
+	}
+	if m.dep != nil {
+		return fmt.Sprint(m.dep, spec)
 	}
 	return fmt.Sprint(m.units, spec)
 }

@@ -15,6 +15,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/limit"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 )
@@ -100,8 +101,25 @@ func ParseTemplate(raw []byte) (*Template, error) {
 	return &Template{Kind: k, Object: u, Revision: rev}, nil
 }
 
+// Recreates reports whether t is a PodCliqueSet template of type
+// ReplicaRecreate: its members delete and recreate whole replicas, as many at
+// once as the object's maxUnavailable and maxSurge allow. (Under RollingUpdate
+// a PodCliqueSet updates one replica at a time and its CRD refuses those
+// limits.)
+func (t *Template) Recreates() bool {
+	if t.Kind != PodCliqueSet {
+		return false
+	}
+	ty, _, _ := unstructured.NestedString(t.Object.Object, "spec", "updateStrategy", "type")
+	return v1alpha1.UpdateStrategyType(ty) == v1alpha1.ReplicaRecreateStrategyType
+}
+
 // OwnedRolloutFields are the paths (from the object's root) of the rollout
 // fields the hub writes to members of kind k; a template must leave them out.
+// They are every field by which a member could go beyond its grant. A
+// PodCliqueSet's maxUnavailable and maxSurge are written to ReplicaRecreate
+// members only (see RolloutFields); under any other type its CRD refuses
+// them, so a template leaves them out under either type.
 func OwnedRolloutFields(k Kind) [][]string {
 	switch k {
 	case Deployment:
@@ -113,7 +131,12 @@ func OwnedRolloutFields(k Kind) [][]string {
 	case StatefulSet:
 		return [][]string{{"spec", "updateStrategy", "rollingUpdate", "partition"}}
 	case PodCliqueSet:
-		return [][]string{{"spec", "paused"}, {"spec", "updateStrategy", "rollingUpdate", "partition"}}
+		return [][]string{
+			{"spec", "paused"},
+			{"spec", "updateStrategy", "rollingUpdate", "partition"},
+			{"spec", "updateStrategy", "rollingUpdate", "maxUnavailable"},
+			{"spec", "updateStrategy", "rollingUpdate", "maxSurge"},
+		}
 	}
 	return nil
 }
@@ -171,7 +194,7 @@ func Build(o Object) (*unstructured.Unstructured, error) {
 	}
 	u.SetAnnotations(ann)
 	spec["replicas"] = int64(o.Replicas)
-	for _, f := range RolloutFields(o.Template.Kind, o.Grant) {
+	for _, f := range RolloutFields(o.Template, o.Grant) {
 		if err := unstructured.SetNestedField(u.Object, f.Value, f.Path...); err != nil {
 			return nil, fmt.Errorf("setting %v: %w", f.Path, err)
 		}
@@ -185,12 +208,20 @@ type Field struct {
 	Value any
 }
 
-// RolloutFields are the rollout fields a grant sets on a member of kind k. A
-// Deployment holds its grant as align.Stored says; one not started is paused
-// with the same placeholder limits.
-func RolloutFields(k Kind, g align.Grant) []Field {
+// RolloutFields are the rollout fields grant g sets on a member made from
+// template t. A Deployment holds its grant as align.Stored says; one not
+// started is paused with the same placeholder limits.
+//
+// A PodCliqueSet member holds its partition and paused. One of type
+// ReplicaRecreate also holds maxUnavailable and maxSurge, which bound how many
+// replicas its controller recreates at once and how many it adds above its
+// share: the planner charges a partitioned member align.PartitionedInFlight
+// units in flight and no surge, so that is what it gets, whatever the grant.
+// Left to the template, every member would recreate and surge by the
+// template's own limits, outside the global budget.
+func RolloutFields(t *Template, g align.Grant) []Field {
 	f := func(v any, path ...string) Field { return Field{Path: path, Value: v} }
-	switch k {
+	switch t.Kind {
 	case Deployment:
 		s := align.Stored(align.Deployment, g)
 		paused, mu, ms := s.Paused, int64(s.MaxUnavailable), int64(s.MaxSurge)
@@ -210,10 +241,16 @@ func RolloutFields(k Kind, g align.Grant) []Field {
 			f(int64(g.Partition), "spec", "updateStrategy", "rollingUpdate", "partition"),
 		}
 	case PodCliqueSet:
-		return []Field{
+		fs := []Field{
 			f(g.Paused, "spec", "paused"),
 			f(int64(g.Partition), "spec", "updateStrategy", "rollingUpdate", "partition"),
 		}
+		if t.Recreates() {
+			fs = append(fs,
+				f(int64(align.PartitionedInFlight), "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"),
+				f(int64(0), "spec", "updateStrategy", "rollingUpdate", "maxSurge"))
+		}
+		return fs
 	}
 	return nil
 }
@@ -278,10 +315,12 @@ const deploymentRevision = "deployment.kubernetes.io/revision"
 // for. A Deployment's counts are its ReplicaSets' status counts, which trail
 // the scaling it just did (its observedGeneration is current all the same):
 // each ReplicaSet counts the more of the pods it asks for and those it has,
-// and as available only those both its spec and status keep. The status then
-// bounds what the member uses from above, and says Settling while any
-// ReplicaSet has not caught up. rss may hold other objects' ReplicaSets; only
-// dep's own count.
+// and as available only those both its spec and status keep, none while its
+// status has not observed its spec (a ReplicaSet reports the pods it saw
+// before it deleted some, and when it is scaled back up before it reports
+// again, neither count shows them gone). The status then bounds what the
+// member uses from above, and says Settling while any ReplicaSet has not
+// caught up. rss may hold other objects' ReplicaSets; only dep's own count.
 func WithReplicaSets(s ObservedStatus, dep *unstructured.Unstructured, rss []unstructured.Unstructured, rev string) ObservedStatus {
 	newRS := dep.GetAnnotations()[deploymentRevision]
 	holdsRev := dep.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] == rev
@@ -294,9 +333,12 @@ func WithReplicaSets(s ObservedStatus, dep *unstructured.Unstructured, rss []uns
 		spec := intField(rs, "spec", "replicas")
 		have := intField(rs, "status", "replicas")
 		asked, kept := max(spec, have), min(spec, intField(rs, "status", "availableReplicas"))
+		og, _, _ := unstructured.NestedInt64(rs.Object, "status", "observedGeneration")
+		if og < rs.GetGeneration() {
+			kept = 0
+		}
 		replicas += asked
 		available += kept
-		og, _, _ := unstructured.NestedInt64(rs.Object, "status", "observedGeneration")
 		if spec != have || og < rs.GetGeneration() {
 			s.Settling = true
 		}

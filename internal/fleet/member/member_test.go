@@ -2,6 +2,7 @@ package member
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,10 @@ const (
 	deployV2 = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"labels":{"app":"web"}},"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"web:2"}]}}}}`
 	stsV1    = `{"apiVersion":"apps/v1","kind":"StatefulSet","spec":{"serviceName":"db","selector":{"matchLabels":{"app":"db"}},"template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"c","image":"db:1"}]}}}}`
 	pcsV1    = `{"apiVersion":"lockstep.dev/v1alpha1","kind":"PodCliqueSet","spec":{"updateStrategy":{"type":"RollingUpdate"},"template":{"cliques":[{"name":"a","template":{"spec":{"containers":[{"name":"c","image":"a:1"}]}}}]}}}`
+	// pcsRecreate carries limits of its own, as a template stored before
+	// admission refused them would.
+	pcsRecreate = `{"apiVersion":"lockstep.dev/v1alpha1","kind":"PodCliqueSet","spec":{"updateStrategy":{"type":"ReplicaRecreate","rollingUpdate":{"maxUnavailable":"50%","maxSurge":3}},"template":{"cliques":[{"name":"a","template":{"spec":{"containers":[{"name":"c","image":"a:1"}]}}}]}}}`
+	pcsDefault  = `{"apiVersion":"lockstep.dev/v1alpha1","kind":"PodCliqueSet","spec":{"template":{"cliques":[{"name":"a","template":{"spec":{"containers":[{"name":"c","image":"a:1"}]}}}]}}}`
 )
 
 func TestParseTemplate_KindsAndRevisions(t *testing.T) {
@@ -61,31 +66,43 @@ func TestParseTemplate_KindsAndRevisions(t *testing.T) {
 }
 
 func TestRolloutFields_EachKindGetsItsOwnFields(t *testing.T) {
+	const (
+		pcsMaxUnavailable = "spec.updateStrategy.rollingUpdate.maxUnavailable"
+		pcsMaxSurge       = "spec.updateStrategy.rollingUpdate.maxSurge"
+	)
 	cases := []struct {
-		name  string
-		kind  Kind
-		grant align.Grant
-		want  map[string]any
+		name     string
+		template string
+		grant    align.Grant
+		want     map[string]any
 	}{
-		{"deployment not started is paused", Deployment, align.Grant{},
+		{"deployment not started is paused", deployV1, align.Grant{},
 			map[string]any{"spec.paused": true, "spec.strategy.type": "RollingUpdate", "spec.strategy.rollingUpdate.maxUnavailable": int64(1), "spec.strategy.rollingUpdate.maxSurge": int64(0)}},
-		{"deployment started with budget", Deployment, align.Grant{Started: true, MaxUnavailable: 2, MaxSurge: 1},
+		{"deployment started with budget", deployV1, align.Grant{Started: true, MaxUnavailable: 2, MaxSurge: 1},
 			map[string]any{"spec.paused": false, "spec.strategy.type": "RollingUpdate", "spec.strategy.rollingUpdate.maxUnavailable": int64(2), "spec.strategy.rollingUpdate.maxSurge": int64(1)}},
-		{"deployment with surge only", Deployment, align.Grant{Started: true, MaxSurge: 1},
+		{"deployment with surge only", deployV1, align.Grant{Started: true, MaxSurge: 1},
 			map[string]any{"spec.paused": false, "spec.strategy.type": "RollingUpdate", "spec.strategy.rollingUpdate.maxUnavailable": int64(0), "spec.strategy.rollingUpdate.maxSurge": int64(1)}},
-		{"deployment with no budget is paused, never 0/0", Deployment, align.Grant{Started: true},
+		{"deployment with no budget is paused, never 0/0", deployV1, align.Grant{Started: true},
 			map[string]any{"spec.paused": true, "spec.strategy.type": "RollingUpdate", "spec.strategy.rollingUpdate.maxUnavailable": int64(1), "spec.strategy.rollingUpdate.maxSurge": int64(0)}},
-		{"deployment paused keeps its limits", Deployment, align.Grant{Started: true, Paused: true, MaxUnavailable: 3},
+		{"deployment paused keeps its limits", deployV1, align.Grant{Started: true, Paused: true, MaxUnavailable: 3},
 			map[string]any{"spec.paused": true, "spec.strategy.type": "RollingUpdate", "spec.strategy.rollingUpdate.maxUnavailable": int64(3), "spec.strategy.rollingUpdate.maxSurge": int64(0)}},
-		{"statefulset partition is the number held", StatefulSet, align.Grant{Started: true, Partition: 4},
+		{"statefulset partition is the number held", stsV1, align.Grant{Started: true, Partition: 4},
 			map[string]any{"spec.updateStrategy.type": "RollingUpdate", "spec.updateStrategy.rollingUpdate.partition": int64(4)}},
-		{"podcliqueset partition and pause", PodCliqueSet, align.Grant{Started: true, Partition: 2, Paused: true},
+		{"podcliqueset partition and pause", pcsV1, align.Grant{Started: true, Partition: 2, Paused: true},
 			map[string]any{"spec.paused": true, "spec.updateStrategy.rollingUpdate.partition": int64(2)}},
+		{"podcliqueset of the default type: no limits, its CRD refuses them", pcsDefault, align.Grant{Started: true, Partition: 1},
+			map[string]any{"spec.paused": false, "spec.updateStrategy.rollingUpdate.partition": int64(1)}},
+		{"recreating podcliqueset: one replica in flight, no surge", pcsRecreate, align.Grant{Started: true, Partition: 3},
+			map[string]any{"spec.paused": false, "spec.updateStrategy.rollingUpdate.partition": int64(3),
+				pcsMaxUnavailable: int64(1), pcsMaxSurge: int64(0)}},
+		{"recreating podcliqueset paused and fully held: the same limits", pcsRecreate, align.Grant{Started: true, Partition: 5, Paused: true},
+			map[string]any{"spec.paused": true, "spec.updateStrategy.rollingUpdate.partition": int64(5),
+				pcsMaxUnavailable: int64(1), pcsMaxSurge: int64(0)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]any{}
-			for _, f := range RolloutFields(c.kind, c.grant) {
+			for _, f := range RolloutFields(mustParse(t, c.template), c.grant) {
 				key := ""
 				for i, p := range f.Path {
 					if i > 0 {
@@ -162,6 +179,70 @@ func TestHeldGrant_PartitionedMembers(t *testing.T) {
 	}
 }
 
+// A recreating PodCliqueSet member holds the limits the planner charges it
+// for (one replica in flight, none above its share), not the template's own;
+// one of another type holds none (its CRD refuses them). The grant reads back
+// as written either way.
+func TestBuild_PodCliqueSetLimitsAreTheHubs(t *testing.T) {
+	grant := align.Grant{Started: true, Partition: 2}
+	for _, c := range []struct {
+		name, template string
+		// limits: the object holds maxUnavailable 1 and maxSurge 0; else
+		// neither.
+		limits bool
+	}{
+		{"ReplicaRecreate with limits of its own", pcsRecreate, true},
+		{"RollingUpdate", pcsV1, false},
+		{"the default type", pcsDefault, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl := mustParse(t, c.template)
+			obj, err := Build(Object{Template: tmpl, Namespace: "ns", Name: "x", Replicas: 4, Grant: grant})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ru, _, _ := unstructured.NestedMap(obj.Object, "spec", "updateStrategy", "rollingUpdate")
+			want := map[string]any{"partition": int64(2)}
+			if c.limits {
+				want["maxUnavailable"], want["maxSurge"] = int64(1), int64(0)
+			}
+			if !reflect.DeepEqual(ru, want) {
+				t.Errorf("spec.updateStrategy.rollingUpdate is %v, want %v", ru, want)
+			}
+			if g := HeldGrant(PodCliqueSet, obj, tmpl.Revision); !reflect.DeepEqual(g, &grant) {
+				t.Errorf("held grant %+v, want %+v", g, grant)
+			}
+			if tmpl.Recreates() != c.limits {
+				t.Errorf("Recreates() = %v", tmpl.Recreates())
+			}
+		})
+	}
+	// The template it was built from is left as written.
+	if ms, _, _ := unstructured.NestedFieldNoCopy(mustParse(t, pcsRecreate).Object.Object, "spec", "updateStrategy", "rollingUpdate", "maxSurge"); ms != float64(3) {
+		t.Errorf("template maxSurge %v", ms)
+	}
+}
+
+// The fields admission keeps out of a template are at least those the hub
+// writes, for every kind and grant.
+func TestOwnedRolloutFields_CoverWhatTheHubWrites(t *testing.T) {
+	grants := []align.Grant{{}, {Started: true, MaxUnavailable: 2, MaxSurge: 1}, {Started: true, Partition: 2, Paused: true}}
+	for _, raw := range []string{deployV1, stsV1, pcsV1, pcsDefault, pcsRecreate} {
+		tmpl := mustParse(t, raw)
+		owned := map[string]bool{}
+		for _, p := range OwnedRolloutFields(tmpl.Kind) {
+			owned[strings.Join(p, ".")] = true
+		}
+		for _, g := range grants {
+			for _, f := range RolloutFields(tmpl, g) {
+				if key := strings.Join(f.Path, "."); !owned[key] && !strings.HasSuffix(key, ".type") {
+					t.Errorf("%s: the hub writes %s, which a template may set", tmpl.Kind, key)
+				}
+			}
+		}
+	}
+}
+
 func TestStatusOf(t *testing.T) {
 	obj := func(gen, og, replicas, updated, available int64, rev string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -214,11 +295,22 @@ func TestWithReplicaSets(t *testing.T) {
 		{"one more new pod asked for and one old pod let go, neither counted yet: counted, and settling",
 			[]unstructured.Unstructured{rs("d1", "2", 3, 2, 2), rs("d1", "1", 2, 3, 3)},
 			ObservedStatus{Status: align.Status{Replicas: 6, Updated: 3, UpdatedAvailable: 2, Available: 4, Settling: true}}},
-		{"a ReplicaSet that has not seen its spec: settling", []unstructured.Unstructured{rs("d1", "2", 2, 2, 2), func() unstructured.Unstructured {
-			u := rs("d1", "1", 3, 3, 3)
-			u.SetGeneration(2)
-			return u
-		}()}, ObservedStatus{Status: align.Status{Replicas: 5, Updated: 2, UpdatedAvailable: 2, Available: 5, Settling: true}}},
+		{"a ReplicaSet that has not seen its spec: settling, and none of its pods counted available",
+			[]unstructured.Unstructured{rs("d1", "2", 2, 2, 2), func() unstructured.Unstructured {
+				u := rs("d1", "1", 3, 3, 3)
+				u.SetGeneration(2)
+				return u
+			}()}, ObservedStatus{Status: align.Status{Replicas: 5, Updated: 2, UpdatedAvailable: 2, Available: 2, Settling: true}}},
+		// Its controller deleted 2 of its 3 pods when scaled to 1, reporting
+		// the 3 it saw first; scaled back to 3 (a pause), the report matches
+		// its spec, though only 1 pod runs: only its generation tells.
+		{"a ReplicaSet scaled back up before it reported its deletes: none of its pods counted available",
+			[]unstructured.Unstructured{rs("d1", "2", 2, 2, 2), func() unstructured.Unstructured {
+				u := rs("d1", "1", 3, 3, 3)
+				u.SetGeneration(3)
+				_ = unstructured.SetNestedField(u.Object, int64(2), "status", "observedGeneration")
+				return u
+			}()}, ObservedStatus{Status: align.Status{Replicas: 5, Updated: 2, UpdatedAvailable: 2, Available: 2, Settling: true}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

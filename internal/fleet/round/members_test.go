@@ -73,8 +73,8 @@ func TestChangedGrants_NamesNewAndChangedMembers(t *testing.T) {
 	}
 }
 
-// A cluster the placement dropped stays in the division while it is in the
-// status, is still eligible (in a set bound to the namespace and matching the
+// A cluster the placement dropped stays in the division while it may hold a
+// share (it is in the status), is still eligible (in a set bound to the namespace and matching the
 // placement's selector) and has not been lost; a cluster that no longer
 // matches, left the bound sets, is being deleted, is gone or is lost does not.
 func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
@@ -100,9 +100,9 @@ func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
 		"not-in-status": mc("not-in-status", metav1.ConditionFalse, time.Minute, fleetLabel),
 		"other-tenant":  mc("other-tenant", metav1.ConditionFalse, time.Minute, map[string]string{"fleet": "web", "tenant": "b"}),
 	}
-	entries := map[string]*fleetv1alpha1.FederatedClusterStatus{}
+	holding := map[string]bool{}
 	for _, n := range []string{"placed", "blinking", "back", "lost", "relabelled", "deleting", "gone", "other-tenant"} {
-		entries[n] = &fleetv1alpha1.FederatedClusterStatus{Name: n}
+		holding[n] = true
 	}
 	pl := &fleetv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
 		Spec: fleetv1alpha1.PlacementSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: fleetLabel}}}
@@ -120,7 +120,7 @@ func TestDividedClusters_KeepUnansweringMembersUntilLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := dividedClusters(&fleetv1alpha1.FederatedWorkload{}, []string{"placed"}, sel.Eligible, entries, mcs, now)
+	got := dividedClusters(&fleetv1alpha1.FederatedWorkload{}, []string{"placed"}, sel.Eligible, holding, mcs, now)
 	if want := []string{"back", "blinking", "placed"}; !slices.Equal(got, want) {
 		t.Errorf("divided over %v, want %v", got, want)
 	}

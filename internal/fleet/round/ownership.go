@@ -19,16 +19,22 @@ func ownerValue(fw *fleetv1alpha1.FederatedWorkload) string {
 	return fw.Namespace + "." + fw.Name
 }
 
+// ownedBy: obj, read under fw's namespace and name, is fw's (see conflictOf).
+func ownedBy(obj *unstructured.Unstructured, fw *fleetv1alpha1.FederatedWorkload) bool {
+	got, labelled := obj.GetLabels()[fleetv1alpha1.LabelFederatedWorkload]
+	return labelled && got == ownerValue(fw)
+}
+
 // conflictOf says why obj, the object a member holds under fw's namespace
 // and name, is not fw's to write or delete; "" when it is. The label is the
 // only mark of ownership: the hub puts it on every object it creates, and an
 // object someone labels so is handed over to the hub.
 func conflictOf(kind string, obj *unstructured.Unstructured, fw *fleetv1alpha1.FederatedWorkload) string {
-	want := ownerValue(fw)
-	got, labelled := obj.GetLabels()[fleetv1alpha1.LabelFederatedWorkload]
-	if labelled && got == want {
+	if ownedBy(obj, fw) {
 		return ""
 	}
+	want := ownerValue(fw)
+	got, labelled := obj.GetLabels()[fleetv1alpha1.LabelFederatedWorkload]
 	why := fmt.Sprintf("label %s=%s is missing", fleetv1alpha1.LabelFederatedWorkload, want)
 	if labelled {
 		why = fmt.Sprintf("label %s is %q, not %q", fleetv1alpha1.LabelFederatedWorkload, got, want)

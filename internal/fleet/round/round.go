@@ -11,9 +11,24 @@
 // reads back what each member object holds and reports (internal/fleet/member),
 // asks the fleet planner for the grants (internal/fleet/align) and encodes
 // them into member objects (member.Build). Everything it needs is in its
-// input: the grant a member holds is read back from its own object, the
-// share it was last given from the workload's status, so a restarted hub
-// resumes where the last one stopped.
+// input, so a restarted hub resumes where the last one stopped.
+//
+// Where the hub's decisions live: on the member objects. Each object the hub
+// writes carries, besides its share (spec.replicas) and the rollout fields of
+// its grant, a record of that decision (annotation fleet.lockstep.dev/grant,
+// member.Record): the share it was given, the grant, the template revision
+// it was decided for and what the member may still act on until it observes
+// the grant. A round reads all of it back from the objects it reads. The
+// workload's status.clusters only reports it; a round falls back to it for
+// what no object says: a member it cannot read this round, and an object an
+// older hub wrote without a record. So the status can be wiped (a status
+// update, a restore that does not bring it back) without changing what the
+// hub does. When it is (no member listed, yet an object of the workload's
+// found), the round reads every Ready member to find the workload's objects,
+// and a member it cannot read, which nothing then says anything of, is taken
+// to hold the most it could under the widest grant it could have been given,
+// so the others get none of the budget it might be using (memory and
+// takeUnknownAtMost in members.go).
 //
 // Ownership: the hub writes and deletes only member objects labelled
 // fleet.lockstep.dev/federatedworkload=<namespace>.<name> of the workload
@@ -39,7 +54,8 @@ import (
 // Input is everything a round decides from.
 type Input struct {
 	// Workload is the FederatedWorkload as read, status included: the status
-	// holds what earlier rounds wrote (each member's share and grant).
+	// reports what earlier rounds decided (each member's share and grant);
+	// a round decides from it only for what no member object says.
 	Workload *fleetv1alpha1.FederatedWorkload
 	// Placement is the workload's Placement, nil when it does not exist.
 	Placement *fleetv1alpha1.Placement
@@ -82,7 +98,9 @@ type Reads struct {
 	Kind schema.GroupVersionKind
 	Key  types.NamespacedName
 	// Clusters are the clusters to read, those whose MemberCluster is Ready:
-	// the placed ones and those the status still lists.
+	// the placed ones and those the status still lists; every Ready one when
+	// the status lists none (a new workload, or a status lost: its objects
+	// are looked for everywhere).
 	Clusters []string
 	// ReplicaSets: list the ReplicaSets of a Deployment found (see
 	// member.WithReplicaSets).
@@ -202,6 +220,20 @@ func ReadsOf(in Input) Reads {
 		if ready(sc.mcs[name]) {
 			r.Clusters = append(r.Clusters, name)
 		}
+	}
+	if len(fw.Status.Clusters) == 0 {
+		// Nothing says where the workload's objects are: a cluster that left
+		// the placement may still hold one, with units to move away. Only a
+		// cluster bound to the namespace can have been given one.
+		bound := boundClusters(in)
+		var others []string
+		for name, mc := range sc.mcs {
+			if ready(mc) && bound[name] && !slices.Contains(r.Clusters, name) {
+				others = append(others, name)
+			}
+		}
+		slices.Sort(others)
+		r.Clusters = append(r.Clusters, others...)
 	}
 	return r
 }

@@ -120,6 +120,8 @@ func waitOf(unit string, v MemberView, mp align.MemberPlan) string {
 		return v.Conflict
 	case v.Reach == align.Lost:
 		return "unreachable for longer than memberLostTimeoutSeconds; its whole share counts as unavailable"
+	case v.Unknown:
+		return "status stale; not read since the workload's status was lost: taken to hold the most it could, under the widest grant"
 	case v.Reach == align.Stale:
 		return "status stale"
 	case v.Leaving && v.Desired > 0:

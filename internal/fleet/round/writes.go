@@ -26,10 +26,11 @@ func holdShares(ms []*observed, plan align.Plan) {
 }
 
 // writesOf is what the round writes to each member it reached: its object
-// with its share and grant (created when the member has none), or, for a
-// cluster that left the placement and whose units are gone, the delete of its
-// object. Members not reached, gone or in conflict get nothing. unwritable
-// names the members whose object the template could not be built into.
+// with its share and grant, and the record of both (member.Record), created
+// when the member has none; or, for a cluster that left the placement and
+// whose units are gone, the delete of its object. Members not reached, gone
+// or in conflict get nothing. unwritable names the members whose object the
+// template could not be built into.
 func writesOf(fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, ms []*observed, plan align.Plan) (writes []Write, unwritable []string) {
 	grants := make(map[string]align.Grant, len(plan.Members))
 	for _, mp := range plan.Members {
@@ -52,6 +53,9 @@ func writesOf(fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, ms []*
 			unwritable = append(unwritable, fmt.Sprintf("cluster %s: building %s %s/%s: %v", m.Name, tmpl.Kind, fw.Namespace, fw.Name, err))
 			continue
 		}
+		// The decision travels with the object, in the same request: the
+		// next round reads it back from there (see memory).
+		member.SetRecordOver(obj, m.held, member.Record{Revision: tmpl.Revision, Share: m.Desired, Grant: grants[m.Name], StillActing: m.StillActing})
 		if m.held == nil {
 			writes = append(writes, Write{Cluster: m.Name, Op: Create, Object: obj})
 			continue

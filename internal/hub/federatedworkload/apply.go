@@ -3,8 +3,10 @@ package federatedworkload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,34 +28,55 @@ func memberRequest(w round.Write) *unstructured.Unstructured {
 }
 
 // writeMembers makes every write of a round, through the connection the
-// member was read through, and reports the ones that failed together.
+// member was read through, and reports the ones that failed together. The
+// members are written at once, at most MemberConcurrency at a time (one
+// member's writes in their order): a member whose calls hang holds back only
+// its own writes, each for one call timeout.
 func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.Cluster, writes []round.Write) error {
-	var errs []string
+	var order []string
+	byCluster := map[string][]round.Write{}
 	for _, w := range writes {
-		conn, ok := conns[w.Cluster]
+		if _, ok := byCluster[w.Cluster]; !ok {
+			order = append(order, w.Cluster)
+		}
+		byCluster[w.Cluster] = append(byCluster[w.Cluster], w)
+	}
+	errs := make([][]string, len(order))
+	var g errgroup.Group
+	g.SetLimit(r.memberConcurrency())
+	for i, name := range order {
+		conn, ok := conns[name]
 		if !ok {
-			errs = append(errs, fmt.Sprintf("cluster %s: no connection", w.Cluster))
+			errs[i] = []string{fmt.Sprintf("cluster %s: no connection", name)}
 			continue
 		}
-		var err error
-		switch w.Op {
-		case round.Create:
-			err = createMember(ctx, conn, w)
-		case round.Apply:
-			err = applyMember(ctx, conn, w)
-		case round.Delete:
-			err = deleteMember(ctx, conn, w)
-		default:
-			err = fmt.Errorf("unknown write %q", w.Op)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("cluster %s: %v", w.Cluster, err))
-		}
+		g.Go(func() error {
+			for _, w := range byCluster[name] {
+				if err := writeMember(ctx, conn, w); err != nil {
+					errs[i] = append(errs[i], fmt.Sprintf("cluster %s: %v", w.Cluster, err))
+				}
+			}
+			return nil
+		})
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("writing member objects: %s", strings.Join(errs, "; "))
+	_ = g.Wait()
+	if all := slices.Concat(errs...); len(all) > 0 {
+		return fmt.Errorf("writing member objects: %s", strings.Join(all, "; "))
 	}
 	return nil
+}
+
+func writeMember(ctx context.Context, conn cluster.Cluster, w round.Write) error {
+	switch w.Op {
+	case round.Create:
+		return createMember(ctx, conn, w)
+	case round.Apply:
+		return applyMember(ctx, conn, w)
+	case round.Delete:
+		return deleteMember(ctx, conn, w)
+	default:
+		return fmt.Errorf("unknown write %q", w.Op)
+	}
 }
 
 // createMember makes the member object (and its namespace). A create, not an

@@ -115,6 +115,16 @@ func checkDecodes(t *testing.T, cluster string, fw *fleetv1alpha1.FederatedWorkl
 	if want := align.Stored(tmpl.Kind.Align(), mp.Grant); !equality.Semantic.DeepEqual(member.HeldGrant(tmpl.Kind, obj, rev), &want) {
 		t.Fatalf("cluster %s: the object holds grant %+v, the plan gives %+v", cluster, member.HeldGrant(tmpl.Kind, obj, rev), want)
 	}
+	if tmpl.Kind == member.PodCliqueSet {
+		// A recreating member holds the limits the planner charges it for;
+		// any other holds none (its CRD refuses them).
+		ru, _, _ := unstructured.NestedMap(obj.Object, "spec", "updateStrategy", "rollingUpdate")
+		mu, hasMU := ru["maxUnavailable"]
+		ms, hasMS := ru["maxSurge"]
+		if recreates := tmpl.Recreates(); recreates && (mu != int64(align.PartitionedInFlight) || ms != int64(0)) || !recreates && (hasMU || hasMS) {
+			t.Fatalf("cluster %s: a PodCliqueSet (ReplicaRecreate %v) holds maxUnavailable %v, maxSurge %v", cluster, recreates, mu, ms)
+		}
+	}
 	podTemplate, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "template")
 	wantTemplate, _, _ := unstructured.NestedFieldNoCopy(tmpl.Object.Object, "spec", "template")
 	wantRev := rev
@@ -210,16 +220,26 @@ func encodeScenarios(t *testing.T) []encodeScenario {
 		sts(fw)
 		fw.Spec.RolloutStrategy.Partition = 3
 	}, nil)
-	add("podcliqueset", member.PodCliqueSet, two, func(fw *fleetv1alpha1.FederatedWorkload) {
-		setTemplate(t, fw, func(tmpl map[string]any) {
-			tmpl["apiVersion"], tmpl["kind"] = "lockstep.dev/v1alpha1", "PodCliqueSet"
-			pod, _, _ := unstructured.NestedMap(tmpl, "spec", "template")
-			tmpl["spec"] = map[string]any{"template": map[string]any{"cliques": []any{map[string]any{"name": "web", "replicas": int64(1), "template": pod}}}}
-		})
-		zero := intstr.FromInt32(0)
-		fw.Spec.RolloutStrategy.MaxSurge = &zero
-		fw.Spec.RolloutStrategy.Partition = 2
-	}, nil)
+	pcs := func(strategy map[string]any) func(*fleetv1alpha1.FederatedWorkload) {
+		return func(fw *fleetv1alpha1.FederatedWorkload) {
+			setTemplate(t, fw, func(tmpl map[string]any) {
+				tmpl["apiVersion"], tmpl["kind"] = "lockstep.dev/v1alpha1", "PodCliqueSet"
+				pod, _, _ := unstructured.NestedMap(tmpl, "spec", "template")
+				tmpl["spec"] = map[string]any{"template": map[string]any{"cliques": []any{map[string]any{"name": "web", "replicas": int64(1), "template": pod}}}}
+				if strategy != nil {
+					_ = unstructured.SetNestedMap(tmpl, strategy, "spec", "updateStrategy")
+				}
+			})
+			zero := intstr.FromInt32(0)
+			fw.Spec.RolloutStrategy.MaxSurge = &zero
+			fw.Spec.RolloutStrategy.Partition = 2
+		}
+	}
+	add("podcliqueset", member.PodCliqueSet, two, pcs(nil), nil)
+	// Its own limits, as a template stored before admission refused them
+	// would carry: the members hold the hub's.
+	add("podcliqueset that recreates replicas", member.PodCliqueSet, two, pcs(map[string]any{"type": "ReplicaRecreate",
+		"rollingUpdate": map[string]any{"maxUnavailable": int64(3), "maxSurge": int64(2)}}), nil)
 	moved("deployment while us-1 leaves and us-2 joins", member.Deployment, nil)
 	moved("statefulset while us-1 leaves and us-2 joins", member.StatefulSet, sts)
 	return out

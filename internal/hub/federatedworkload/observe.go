@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,20 +32,18 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 		}
 	}
 	reads := round.ReadsOf(in)
+	read := r.readMembers(ctx, reads)
 	in.Members = make(map[string]round.Observed, len(reads.Clusters))
 	conns := make(map[string]cluster.Cluster, len(reads.Clusters))
-	for _, name := range reads.Clusters {
-		conn, ok := r.Members.Get(name)
-		if !ok {
-			continue
-		}
-		obs, err := readMember(ctx, conn, reads)
-		if err != nil {
+	for _, m := range read {
+		switch {
+		case m.conn == nil:
+		case m.err != nil:
 			// Not read is not reachable: the round charges its last grant.
-			ctrl.LoggerFrom(ctx).Info("cannot read member object; charging its last grant", "member", name, "error", err.Error())
-			continue
+			ctrl.LoggerFrom(ctx).Info("cannot read member object; charging its last grant", "member", m.name, "error", m.err.Error())
+		default:
+			in.Members[m.name], conns[m.name] = m.obs, m.conn
 		}
-		in.Members[name], conns[name] = obs, conn
 	}
 	return in, conns, nil
 }
@@ -56,18 +55,48 @@ func (r *Reconciler) observeForDeletion(ctx context.Context, fw *fleetv1alpha1.F
 	reads := round.FinalizeReads(fw)
 	seen := make(map[string]round.Observed, len(reads.Clusters))
 	conns := make(map[string]cluster.Cluster, len(reads.Clusters))
-	for _, name := range reads.Clusters {
+	for _, m := range r.readMembers(ctx, reads) {
+		switch {
+		case m.conn == nil:
+		case m.err != nil:
+			return nil, nil, fmt.Errorf("reading the member object in cluster %s: %w", m.name, m.err)
+		default:
+			seen[m.name], conns[m.name] = m.obs, m.conn
+		}
+	}
+	return seen, conns, nil
+}
+
+// memberRead is one member's read: conn nil when the hub holds no connection.
+type memberRead struct {
+	name string
+	conn cluster.Cluster
+	obs  round.Observed
+	err  error
+}
+
+// readMembers reads every member of reads at once, at most
+// MemberConcurrency at a time, each call under its own timeout: a member that
+// does not answer costs the round one timeout, not one per member before it.
+// The reads come back in the order of reads.Clusters.
+func (r *Reconciler) readMembers(ctx context.Context, reads round.Reads) []memberRead {
+	out := make([]memberRead, len(reads.Clusters))
+	var g errgroup.Group
+	g.SetLimit(r.memberConcurrency())
+	for i, name := range reads.Clusters {
+		out[i].name = name
 		conn, ok := r.Members.Get(name)
 		if !ok {
 			continue
 		}
-		obs, err := readMember(ctx, conn, reads)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading the member object in cluster %s: %w", name, err)
-		}
-		seen[name], conns[name] = obs, conn
+		out[i].conn = conn
+		g.Go(func() error {
+			out[i].obs, out[i].err = readMember(ctx, conn, reads)
+			return nil
+		})
 	}
-	return seen, conns, nil
+	_ = g.Wait()
+	return out
 }
 
 // placement is the workload's Placement and the sorted union of its

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -40,12 +41,19 @@ const Finalizer = "fleet.lockstep.dev/member-objects"
 
 // Defaults of the Reconciler's intervals.
 const (
-	// DefaultRolloutPoll is how often members are read while something moves:
-	// member statuses are polled, not watched.
-	DefaultRolloutPoll = 2 * time.Second
+	// DefaultRolloutPoll is how often members are read while something moves
+	// when nothing else runs a round: a safety net, since a change of a member
+	// object (its status) runs the next round at once (MemberEvents).
+	DefaultRolloutPoll = 10 * time.Second
 	// DefaultResync is how often a settled workload's members are read and
 	// their hub-owned fields re-asserted.
 	DefaultResync = 30 * time.Second
+	// DefaultMemberConcurrency is how many member calls one round makes at
+	// once.
+	DefaultMemberConcurrency = 16
+	// DefaultMaxConcurrentRounds is how many workloads' rounds run at once:
+	// a round waiting on an unreachable member holds no other workload.
+	DefaultMaxConcurrentRounds = 8
 	// memberCallTimeout bounds each call to a member's apiserver.
 	memberCallTimeout = 5 * time.Second
 )
@@ -68,17 +76,30 @@ type Reconciler struct {
 	// Now is the clock of the rounds (the member lost timeout, condition
 	// times); time.Now when nil.
 	Now func() time.Time
+	// MemberConcurrency bounds the member calls (reads, writes) one round
+	// makes at once; MaxConcurrentRounds the rounds of different workloads
+	// run at once. DefaultMemberConcurrency and DefaultMaxConcurrentRounds
+	// when zero.
+	MemberConcurrency, MaxConcurrentRounds int
+	// MemberEvents, when set, runs a workload's round as soon as one of its
+	// member objects changes (register it with the members registry too);
+	// without it member statuses are only polled (RolloutPoll).
+	MemberEvents *MemberEvents
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("federatedworkload").
 		For(&fleetv1alpha1.FederatedWorkload{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, deleting{}))).
 		Watches(&fleetv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfDecision)).
 		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads)).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentRounds()})
+	if r.MemberEvents != nil {
+		b = b.WatchesRawSource(r.MemberEvents.source())
+	}
+	return b.Complete(r)
 }
 
 // deleting passes the update that marks an object for deletion.
@@ -123,6 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return requeue.OnConflict(ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err))
 		}
 	}
+	seen, changed := r.MemberEvents.take(req.NamespacedName)
 	in, conns, err := r.observe(ctx, &fw)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -140,6 +162,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(out.Unwritable) > 0 {
 		writeErr = errors.Join(writeErr, fmt.Errorf("building member objects: %s", strings.Join(out.Unwritable, "; ")))
+	}
+	if changed && granted(out.Events) {
+		statusToGrant.Observe(time.Since(seen).Seconds())
 	}
 	if writeErr != nil {
 		return ctrl.Result{}, writeErr
@@ -164,6 +189,30 @@ func (r *Reconciler) finalize(ctx context.Context, fw *fleetv1alpha1.FederatedWo
 	r.record(ctx, fw, evs)
 	controllerutil.RemoveFinalizer(fw, Finalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, fw))
+}
+
+// granted says whether a round changed grants.
+func granted(evs []round.Event) bool {
+	for _, e := range evs {
+		if e.Reason == round.EventGranted {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reconciler) memberConcurrency() int {
+	if r.MemberConcurrency > 0 {
+		return r.MemberConcurrency
+	}
+	return DefaultMemberConcurrency
+}
+
+func (r *Reconciler) maxConcurrentRounds() int {
+	if r.MaxConcurrentRounds > 0 {
+		return r.MaxConcurrentRounds
+	}
+	return DefaultMaxConcurrentRounds
 }
 
 func (r *Reconciler) now() time.Time {

@@ -2,6 +2,10 @@
 // controller-runtime cluster.Cluster per MemberCluster, started when the member
 // first turns Ready and stopped when the MemberCluster goes away or its
 // kubeconfig changes. Controllers that act in members read them from here.
+//
+// The registry's lock guards only its map: a connection is made, started and
+// stopped outside it, so a member that is slow to stop (or to answer the
+// watches set up when it starts) never holds Get of the others.
 package members
 
 import (
@@ -23,14 +27,31 @@ type Clusters interface {
 	Get(name string) (cluster.Cluster, bool)
 }
 
+// Watcher is told of every member connection the registry makes: a
+// controller that watches member objects registers one (AddWatcher) before
+// the manager starts.
+type Watcher interface {
+	// Configure adjusts the options of a member connection before it is made
+	// (its cache: what it watches and keeps).
+	Configure(o *cluster.Options)
+	// Watch sets up the watches of a new connection, before it starts. It
+	// runs outside the registry's lock, on the connection's own goroutine; ctx
+	// ends when the connection stops. It must not fail the connection: a kind
+	// the member does not serve is skipped.
+	Watch(ctx context.Context, member string, c cluster.Cluster)
+}
+
 // Registry is the set of running member connections. It is a manager Runnable:
 // when the manager stops, every member connection stops with it.
 type Registry struct {
 	scheme *runtime.Scheme
 	log    logr.Logger
+	// newCluster makes a connection: cluster.New, or a test's stand-in.
+	newCluster func(*rest.Config, ...cluster.Option) (cluster.Cluster, error)
 
-	mu      sync.Mutex
-	members map[string]*member
+	mu       sync.Mutex
+	members  map[string]*member
+	watchers []Watcher
 }
 
 type member struct {
@@ -44,10 +65,17 @@ type member struct {
 
 // NewRegistry returns an empty registry whose member clusters use scheme.
 func NewRegistry(scheme *runtime.Scheme, log logr.Logger) *Registry {
-	return &Registry{scheme: scheme, log: log, members: map[string]*member{}}
+	return &Registry{scheme: scheme, log: log, newCluster: cluster.New, members: map[string]*member{}}
 }
 
 var _ Clusters = (*Registry)(nil)
+
+// AddWatcher makes w told of every connection made from now on.
+func (r *Registry) AddWatcher(w Watcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watchers = append(r.watchers, w)
+}
 
 // Get implements Clusters.
 func (r *Registry) Get(name string) (cluster.Cluster, bool) {
@@ -71,49 +99,85 @@ func (r *Registry) Identity(name string) string {
 }
 
 // Ensure starts a connection to the member from cfg unless one made from the
-// same identity runs already; a connection of another identity is stopped first.
+// same identity runs already; a connection of another identity is stopped
+// first (outside the lock).
 func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m, ok := r.members[name]; ok {
-		if m.identity == identity {
-			return nil
-		}
-		r.stopLocked(name)
+	old, ok := r.members[name]
+	if ok && old.identity == identity {
+		r.mu.Unlock()
+		return nil
 	}
-	c, err := cluster.New(rest.CopyConfig(cfg), func(o *cluster.Options) {
+	if ok {
+		delete(r.members, name)
+	}
+	watchers := append([]Watcher(nil), r.watchers...)
+	r.mu.Unlock()
+	if old != nil {
+		r.stop(name, old)
+	}
+
+	c, err := r.newCluster(rest.CopyConfig(cfg), func(o *cluster.Options) {
 		o.Scheme = r.scheme
 		o.Logger = r.log.WithValues("member", name)
+		for _, w := range watchers {
+			w.Configure(o)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to member %s: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{cluster: c, identity: identity, cancel: cancel, done: make(chan struct{})}
+
+	r.mu.Lock()
+	if other, raced := r.members[name]; raced {
+		// Another Ensure of the same member won meanwhile: keep its connection
+		// when it is of this identity, else replace it.
+		if other.identity == identity {
+			r.mu.Unlock()
+			cancel()
+			return nil
+		}
+		delete(r.members, name)
+		defer r.stop(name, other)
+	}
+	r.members[name] = m
+	r.mu.Unlock()
+
 	go func() {
 		defer close(m.done)
+		for _, w := range watchers {
+			w.Watch(ctx, name, c)
+		}
+		if ctx.Err() != nil {
+			return
+		}
 		if err := c.Start(ctx); err != nil {
 			r.log.Error(err, "member connection stopped", "member", name)
 		}
 	}()
-	r.members[name] = m
 	r.log.Info("connected to member", "member", name)
 	return nil
 }
 
-// Remove stops the member's connection, if any, and waits for it to end.
+// Remove stops the member's connection, if any, and waits for it to end;
+// other members stay readable meanwhile.
 func (r *Registry) Remove(name string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopLocked(name)
+	m, ok := r.members[name]
+	if ok {
+		delete(r.members, name)
+	}
+	r.mu.Unlock()
+	if ok {
+		r.stop(name, m)
+	}
 }
 
-func (r *Registry) stopLocked(name string) {
-	m, ok := r.members[name]
-	if !ok {
-		return
-	}
-	delete(r.members, name)
+// stop ends a connection already taken out of the map. Never call it with
+// mu held.
+func (r *Registry) stop(name string, m *member) {
 	m.cancel()
 	<-m.done
 	r.log.Info("disconnected from member", "member", name)
@@ -131,14 +195,18 @@ func (r *Registry) Names() []string {
 }
 
 // Start implements manager.Runnable: it waits for the manager to stop, then
-// stops every member connection.
+// stops every member connection, all at once.
 func (r *Registry) Start(ctx context.Context) error {
 	<-ctx.Done()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for name := range r.members {
-		r.stopLocked(name)
+	all := r.members
+	r.members = map[string]*member{}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, m := range all {
+		wg.Go(func() { r.stop(name, m) })
 	}
+	wg.Wait()
 	return nil
 }
 

@@ -1,12 +1,15 @@
 package fleet
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/limit"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 )
 
@@ -42,7 +45,7 @@ func ValidateFederatedWorkload(fw *fleetv1alpha1.FederatedWorkload) field.ErrorL
 	errs = append(errs, limit.Validate(rp, rs.MaxUnavailable, rs.MaxSurge, fw.Spec.Replicas)...)
 	if mu, _ := limit.Defaulted(rs.MaxUnavailable, rs.MaxSurge); tmpl != nil && tmpl.Kind != member.Deployment && limit.IsZero(mu) {
 		errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), mu.String(),
-			"must be at least 1 for a "+string(tmpl.Kind)+" template: its members update a unit by taking it down, and do not surge"))
+			"must be at least 1 for a "+string(tmpl.Kind)+" template: "+noSurge[tmpl.Kind]+", so with 0 no unit could ever update"))
 	}
 	if rs.Partition < 0 {
 		errs = append(errs, field.Invalid(rp.Child("partition"), rs.Partition, "must not be negative"))
@@ -65,6 +68,18 @@ func ValidateFederatedWorkloadUpdate(old, fw *fleetv1alpha1.FederatedWorkload) f
 	return errs
 }
 
+// noSurge says why the members of a partitioned kind update a unit only by
+// taking it down.
+var noSurge = map[member.Kind]string{
+	member.StatefulSet: "its members update one pod at a time by taking it down (a StatefulSet never surges)",
+	member.PodCliqueSet: "its members update one replica at a time by taking it down, and never surge " +
+		"(the hub holds a ReplicaRecreate member at " + recreateLimits + ")",
+}
+
+// recreateLimits are the limits the hub writes to a ReplicaRecreate
+// PodCliqueSet member (member.RolloutFields).
+var recreateLimits = fmt.Sprintf("maxUnavailable %d and maxSurge 0", align.PartitionedInFlight)
+
 // validateTemplate rejects rollout fields the hub owns, and rollout types
 // that cannot be steered.
 func validateTemplate(tmpl *member.Template, tp *field.Path) field.ErrorList {
@@ -72,8 +87,7 @@ func validateTemplate(tmpl *member.Template, tp *field.Path) field.ErrorList {
 	obj := tmpl.Object.Object
 	for _, path := range member.OwnedRolloutFields(tmpl.Kind) {
 		if _, found, _ := unstructured.NestedFieldNoCopy(obj, path...); found {
-			errs = append(errs, field.Forbidden(tp.Child(path[0], path[1:]...),
-				"the hub sets it from spec.rolloutStrategy, which is one budget for the whole fleet; set it there"))
+			errs = append(errs, field.Forbidden(tp.Child(path[0], path[1:]...), ownedFieldMessage(tmpl.Kind, path)))
 		}
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", "replicas"); found {
@@ -107,4 +121,15 @@ func validateTemplate(tmpl *member.Template, tp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// ownedFieldMessage says why a template may not set the rollout field at path.
+func ownedFieldMessage(k member.Kind, path []string) string {
+	const budget = "the hub sets it from spec.rolloutStrategy, which is one budget for the whole fleet"
+	if k == member.PodCliqueSet && len(path) == 4 && path[2] == "rollingUpdate" && (path[3] == "maxUnavailable" || path[3] == "maxSurge") {
+		return budget + ": a ReplicaRecreate member gets " + recreateLimits + " (replicas recreated one at a time, " +
+			"none above its share, as the fleet charges it), and a RollingUpdate member takes neither; " +
+			"set maxUnavailable and maxSurge in spec.rolloutStrategy"
+	}
+	return budget + "; set it there"
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
@@ -84,6 +87,17 @@ func TestAdmission_FleetObjectsAreValidatedWithTheFieldNamed(t *testing.T) {
 			},
 		},
 		field: "spec.template.spec.strategy.rollingUpdate.maxSurge",
+	}, {
+		name: "a ReplicaRecreate PodCliqueSet template with its own surge",
+		obj: &fleetv1alpha1.FederatedWorkload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-surge"},
+			Spec: fleetv1alpha1.FederatedWorkloadSpec{
+				PlacementRef: fleetv1alpha1.PlacementReference{Name: "p"}, Replicas: 4,
+				Template: runtime.RawExtension{Raw: []byte(podCliqueSetTemplate(`{"type":"ReplicaRecreate","rollingUpdate":{"maxSurge":1}}`))},
+			},
+		},
+		field: "spec.template.spec.updateStrategy.rollingUpdate.maxSurge",
+		rule:  "the hub sets it from spec.rolloutStrategy",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,6 +167,69 @@ func TestAdmission_AcceptsEveryFleetExample(t *testing.T) {
 				if err := hubEnv.Client.Create(context.Background(), u); err != nil {
 					t.Fatalf("example rejected: %s %s: %v", u.GetKind(), u.GetName(), err)
 				}
+			}
+		})
+	}
+}
+
+// podCliqueSetTemplate is a FederatedWorkload template of a PodCliqueSet
+// with the given spec.updateStrategy.
+func podCliqueSetTemplate(updateStrategy string) string {
+	return `{"apiVersion":"lockstep.dev/v1alpha1","kind":"PodCliqueSet","spec":{"updateStrategy":` + updateStrategy +
+		`,"template":{"cliques":[{"name":"web","replicas":1,"template":{"spec":{"containers":[{"name":"c","image":"web:1"}]}}}]}}}`
+}
+
+// The hub admits PodCliqueSet templates of either type that leave the
+// rollout limits to it, and a member's PodCliqueSet CRD admits what the hub
+// writes from them: the limits under ReplicaRecreate, none under
+// RollingUpdate, where the CRD would refuse them.
+func TestAdmission_PodCliqueSetMembersHoldTheLimitsTheirTypeTakes(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "pcs-limits")
+	memberNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pcs-limits-"}}
+	if err := memberEnv.Client.Create(ctx, memberNS); err != nil {
+		t.Fatal(err)
+	}
+	for _, ty := range []string{"RollingUpdate", "ReplicaRecreate"} {
+		t.Run(ty, func(t *testing.T) {
+			name := strings.ToLower(ty)
+			raw := podCliqueSetTemplate(`{"type":"` + ty + `"}`)
+			fw := &fleetv1alpha1.FederatedWorkload{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: fleetv1alpha1.FederatedWorkloadSpec{
+					PlacementRef: fleetv1alpha1.PlacementReference{Name: "p"}, Replicas: 4,
+					Template: runtime.RawExtension{Raw: []byte(raw)},
+				},
+			}
+			if err := hubEnv.Client.Create(ctx, fw); err != nil {
+				t.Fatalf("the hub refused the template: %v", err)
+			}
+			tmpl, err := member.ParseTemplate([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := member.Build(member.Object{Template: tmpl, Namespace: memberNS.Name, Name: name, Replicas: 2,
+				Grant: align.Grant{Started: true, Partition: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hasSurge, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "updateStrategy", "rollingUpdate", "maxSurge")
+			if hasSurge != (ty == "ReplicaRecreate") {
+				t.Fatalf("the member object holds maxSurge: %v", hasSurge)
+			}
+			if err := memberEnv.Client.Create(ctx, obj); err != nil {
+				t.Fatalf("the member refused what the hub writes: %v", err)
+			}
+			if ty != "RollingUpdate" {
+				return
+			}
+			// Why the hub writes no limits there: the CRD refuses them.
+			bad := obj.DeepCopy()
+			bad.SetName(name + "-with-limits")
+			bad.SetResourceVersion("")
+			_ = unstructured.SetNestedField(bad.Object, int64(0), "spec", "updateStrategy", "rollingUpdate", "maxSurge")
+			if err := memberEnv.Client.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "only allowed with type ReplicaRecreate") {
+				t.Fatalf("a RollingUpdate PodCliqueSet with maxSurge: %v", err)
 			}
 		})
 	}

@@ -59,7 +59,7 @@ type fedFleet struct {
 
 func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 	t.Helper()
-	f := &fedFleet{t: t, ns: newNamespace(t, prefix), clusters: []string{prefix + "-a", prefix + "-b"}, statusImage: map[string]string{}}
+	f := &fedFleet{t: t, ns: newOwnNamespace(t, prefix), clusters: []string{prefix + "-a", prefix + "-b"}, statusImage: map[string]string{}}
 	f.envs = map[string]*testenv.Cluster{f.clusters[0]: memberEnv, f.clusters[1]: member2Env}
 	serverA := ""
 	if proxied {
@@ -922,10 +922,14 @@ func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T)
 }
 
 // A cluster that joins while the rollout holds units back (partition 4 of 6:
-// no Deployment member's whole share fits the 2 units allowed) starts on the
-// template the rollout holds back, not started, so the fleet never runs more
-// than replicas − partition units of the new template.
-func TestFederatedWorkload_JoiningClusterStartsOnTheHeldBackTemplate(t *testing.T) {
+// no Deployment member's whole share fits the 2 units allowed) never lets the
+// fleet run more than replicas − partition units of the new template. The
+// joining member runs nothing yet, so it starts on the new template at once
+// (a Deployment created paused would never make a pod: it makes no
+// ReplicaSet while paused), and its share grows only as far as the partition
+// allows; the member that holds units back keeps them old, and the division
+// waits for the partition to be lowered.
+func TestFederatedWorkload_AClusterJoiningUnderAPartitionAddsNoNewUnitBeyondIt(t *testing.T) {
 	f := newFedFleet(t, "fw-join", false)
 	a, b := f.clusters[0], f.clusters[1]
 	f.writeDecision(1, a)
@@ -953,24 +957,36 @@ func TestFederatedWorkload_JoiningClusterStartsOnTheHeldBackTemplate(t *testing.
 		d := readDep(f.deployment(b))
 		return d.exists, d.String()
 	})
+	newUnits := func(ds ...dep) int64 {
+		var n int64
+		for _, d := range ds {
+			if d.image == "web:2" {
+				n += d.replicas
+			}
+		}
+		return n
+	}
 	// With maxSurge 0 the share moves a unit at a time within maxUnavailable
-	// 1: a shrinks, then b grows, always on the held-back template.
-	fw := f.settleUntil("both members settled on the held-back template", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+	// 1: a shrinks, then b grows, never past the partition.
+	fw := f.settleUntil("both members settled within the partition", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		da, db := readDep(f.deployment(a)), readDep(f.deployment(b))
-		if db.image != "web:1" || !db.paused || da.replicas+db.replicas > 6 || da.replicas+db.replicas < 5 {
-			t.Fatalf("%s joined on the new template or outside the budget (6 units, at least 5): %v; %s: %v", b, db, a, da)
+		if da.replicas+db.replicas > 6 || da.replicas+db.replicas < 5 || newUnits(da, db) > 2 {
+			t.Fatalf("%s joined outside the budget (6 units, at least 5, at most 2 new): %v; %s: %v", b, db, a, da)
 		}
-		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && db.replicas == 3 &&
-			progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete)
+		// The division cannot finish (3 and 3) until the partition is
+		// lowered: b's third unit would be a third new one, and a's units
+		// stay old. The workload rests at the partition and says so.
+		return len(fw.Status.Clusters) == 2 && fw.Status.AvailableReplicas == 6 && fw.Status.UpdatedReplicas == 2 &&
+			strings.Contains(progressing(fw).Message, "the partition leaves room for 0 more updated units")
 	})
-	for _, c := range f.clusters {
-		if d := readDep(f.deployment(c)); d.image != "web:1" {
-			t.Errorf("%s runs %s; no whole share of 3 fits the 2 units allowed", c, d.image)
-		}
+	da, db := readDep(f.deployment(a)), readDep(f.deployment(b))
+	if da.image != "web:1" {
+		t.Errorf("%s runs %s; its units are the ones the partition holds back", a, da.image)
 	}
-	if fw.Status.UpdatedReplicas != 0 {
-		t.Errorf("%d units updated, want 0", fw.Status.UpdatedReplicas)
+	if fw.Status.UpdatedReplicas > 2 || newUnits(da, db) > 2 {
+		t.Errorf("%d units updated (%d on the new template), want at most replicas − partition = 2", fw.Status.UpdatedReplicas, newUnits(da, db))
 	}
+	t.Logf("settled: %s %v, %s %v, %d updated", a, da, b, db, fw.Status.UpdatedReplicas)
 }
 
 func statefulSetTemplate(image string) runtime.RawExtension {

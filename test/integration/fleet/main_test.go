@@ -69,6 +69,22 @@ func newNamespace(t *testing.T, prefix string) string {
 	return ns
 }
 
+// newOwnNamespace creates a namespace on the hub for one test, bound to a
+// cluster set of its own: the MemberClusters labelled fw-test=<namespace>.
+// Clusters other tests leave behind are then none of its workloads' concern.
+func newOwnNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := newUnboundNamespace(t, prefix)
+	if err := testenv.EnsureClusterSet(ctx, hubEnv.Client, ns, &metav1.LabelSelector{MatchLabels: map[string]string{"fw-test": ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.BindClusterSet(ctx, hubEnv.Client, ns, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 // newUnboundNamespace creates a namespace on the hub for one test, with no
 // cluster set bound: its Placements select nothing.
 func newUnboundNamespace(t *testing.T, prefix string) string {

@@ -1,0 +1,145 @@
+package members
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// slowCluster stands in for a member connection that takes long to stop (a
+// member whose apiserver hangs its watches): Start returns only once its
+// context ended and release is closed.
+type slowCluster struct {
+	cluster.Cluster
+	release chan struct{}
+}
+
+func (c *slowCluster) Start(ctx context.Context) error {
+	<-ctx.Done()
+	<-c.release
+	return nil
+}
+
+func newTestRegistry(release chan struct{}) *Registry {
+	r := NewRegistry(runtime.NewScheme(), logr.Discard())
+	r.newCluster = func(_ *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
+		var o cluster.Options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		return &slowCluster{release: release}, nil
+	}
+	return r
+}
+
+// within runs f and reports whether it returned before the deadline.
+func within(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Stopping one member's connection must not hold the registry: while the
+// slow member stops, the others stay readable and connectable.
+func TestRegistry_StoppingAMemberDoesNotBlockTheOthers(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newTestRegistry(release)
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	for _, name := range []string{"slow", "other"} {
+		if err := r.Ensure(name, "id", cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	removed := make(chan struct{})
+	go func() { defer close(removed); r.Remove("slow") }()
+	// Remove takes the member out of the map first, then waits for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		gone := false
+		if !within(10*time.Second, func() { _, ok := r.Get("slow"); gone = !ok }) {
+			t.Fatal("Get blocked while a member connection was stopping")
+		}
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stopping member is still in the registry")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	select {
+	case <-removed:
+		t.Fatal("Remove returned before the connection stopped")
+	default:
+	}
+	if !within(10*time.Second, func() {
+		if _, ok := r.Get("other"); !ok {
+			t.Error("the other member is gone")
+		}
+		_ = r.Names()
+		_ = r.Identity("other")
+		if err := r.Ensure("third", "id", cfg); err != nil {
+			t.Error(err)
+		}
+	}) {
+		t.Fatal("the registry was held while a member connection was stopping")
+	}
+}
+
+type blockingWatcher struct {
+	configured, watched chan string
+	release             chan struct{}
+}
+
+func (w *blockingWatcher) Configure(*cluster.Options) { w.configured <- "" }
+
+func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster) {
+	w.watched <- member
+	<-w.release
+}
+
+// A watcher's set-up (which asks the member for its kinds) runs on the
+// connection's goroutine, outside the registry's lock.
+func TestRegistry_WatchersRunOutsideTheLock(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newTestRegistry(release)
+	w := &blockingWatcher{configured: make(chan string, 4), watched: make(chan string, 4), release: make(chan struct{})}
+	defer close(w.release)
+	r.AddWatcher(w)
+	if err := r.Ensure("m1", "id", &rest.Config{Host: "https://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.configured:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not configure the connection")
+	}
+	select {
+	case m := <-w.watched:
+		if m != "m1" {
+			t.Fatalf("watched %q, want m1", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher was not told of the connection")
+	}
+	if !within(10*time.Second, func() {
+		if _, ok := r.Get("m1"); !ok {
+			t.Error("m1 is not in the registry")
+		}
+	}) {
+		t.Fatal("Get blocked while a watcher set up its watches")
+	}
+}
