@@ -5,7 +5,7 @@
 //
 // The registry's lock guards only its map: a connection is made, started and
 // stopped outside it, so a member that is slow to stop (or to answer the
-// watches set up when it starts) never holds Get of the others.
+// watches set up at its first use) never holds Get of the others.
 package members
 
 import (
@@ -34,10 +34,12 @@ type Watcher interface {
 	// Configure adjusts the options of a member connection before it is made
 	// (its cache: what it watches and keeps).
 	Configure(o *cluster.Options)
-	// Watch sets up the watches of a new connection, before it starts. It
-	// runs outside the registry's lock, on the connection's own goroutine; ctx
-	// ends when the connection stops. It must not fail the connection: a kind
-	// the member does not serve is skipped.
+	// Watch sets up the watches of a connection the first time a controller
+	// uses it (Get): a member no workload is placed on costs no watch, so a
+	// hub with many members watches only those it acts in. It runs outside
+	// the registry's lock, on a goroutine of its own; ctx ends when the
+	// connection stops. It must not fail the connection: a kind the member
+	// does not serve is skipped.
 	Watch(ctx context.Context, member string, c cluster.Cluster)
 }
 
@@ -59,8 +61,23 @@ type member struct {
 	// identity is what the connection was made from (the kubeconfig's digest);
 	// a different identity replaces the connection.
 	identity string
+	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// watchers are told of the connection once, at its first use.
+	watchers []Watcher
+	watched  sync.Once
+}
+
+// watch starts the watchers of m, once, on a goroutine of their own.
+func (m *member) watch(name string) {
+	m.watched.Do(func() {
+		go func() {
+			for _, w := range m.watchers {
+				w.Watch(m.ctx, name, m.cluster)
+			}
+		}()
+	})
 }
 
 // NewRegistry returns an empty registry whose member clusters use scheme.
@@ -85,6 +102,7 @@ func (r *Registry) Get(name string) (cluster.Cluster, bool) {
 	if !ok {
 		return nil, false
 	}
+	m.watch(name)
 	return m.cluster, true
 }
 
@@ -128,7 +146,7 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 		return fmt.Errorf("connecting to member %s: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{cluster: c, identity: identity, cancel: cancel, done: make(chan struct{})}
+	m := &member{cluster: c, identity: identity, ctx: ctx, cancel: cancel, done: make(chan struct{}), watchers: watchers}
 
 	r.mu.Lock()
 	if other, raced := r.members[name]; raced {
@@ -147,12 +165,6 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 
 	go func() {
 		defer close(m.done)
-		for _, w := range watchers {
-			w.Watch(ctx, name, c)
-		}
-		if ctx.Err() != nil {
-			return
-		}
 		if err := c.Start(ctx); err != nil {
 			r.log.Error(err, "member connection stopped", "member", name)
 		}

@@ -110,9 +110,10 @@ func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Clus
 	<-w.release
 }
 
-// A watcher's set-up (which asks the member for its kinds) runs on the
-// connection's goroutine, outside the registry's lock.
-func TestRegistry_WatchersRunOutsideTheLock(t *testing.T) {
+// A watcher's set-up (which asks the member for its kinds) waits for the
+// connection's first use (Get), runs once, and runs outside the registry's
+// lock: a Get while it is under way does not block.
+func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	r := newTestRegistry(release)
@@ -129,11 +130,19 @@ func TestRegistry_WatchersRunOutsideTheLock(t *testing.T) {
 	}
 	select {
 	case m := <-w.watched:
+		t.Fatalf("the watcher was told of %s before anything used it", m)
+	default:
+	}
+	if _, ok := r.Get("m1"); !ok {
+		t.Fatal("m1 is not in the registry")
+	}
+	select {
+	case m := <-w.watched:
 		if m != "m1" {
 			t.Fatalf("watched %q, want m1", m)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the watcher was not told of the connection")
+		t.Fatal("the watcher was not told of the connection at its first use")
 	}
 	if !within(10*time.Second, func() {
 		if _, ok := r.Get("m1"); !ok {
@@ -141,5 +150,10 @@ func TestRegistry_WatchersRunOutsideTheLock(t *testing.T) {
 		}
 	}) {
 		t.Fatal("Get blocked while a watcher set up its watches")
+	}
+	select {
+	case m := <-w.watched:
+		t.Fatalf("the watcher was told of %s twice", m)
+	default:
 	}
 }
