@@ -29,6 +29,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
+	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 )
 
@@ -94,7 +95,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&fleetv1alpha1.FederatedWorkload{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, deleting{}))).
 		Watches(&fleetv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfDecision)).
-		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads)).
+		// A round reads of a MemberCluster its labels, its Ready condition
+		// and its deletion; a probe that rewrites only a message wakes no
+		// round.
+		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allWorkloads),
+			builder.WithPredicates(membercluster.DecisionInputsChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentRounds()})
 	if r.MemberEvents != nil {
 		b = b.WatchesRawSource(r.MemberEvents.source())

@@ -79,19 +79,22 @@ func NewMemberEvents() *MemberEvents {
 
 var _ members.Watcher = (*MemberEvents)(nil)
 
-// Configure implements members.Watcher: the member objects' informers keep
-// only the hub's objects, and no managed fields.
+// Configure implements members.Watcher: the member connection's cache keeps
+// only the hub's objects (its default label selector), but for ReplicaSets,
+// and no managed fields. The selector is the default rather than one per
+// member kind because a per-kind entry is resolved when the connection is
+// made, and a member without the PodCliqueSet CRD would then refuse every
+// connection.
 func (e *MemberEvents) Configure(o *cluster.Options) {
 	owned := labels.NewSelector()
 	if req, err := labels.NewRequirement(fleetv1alpha1.LabelFederatedWorkload, selection.Exists, nil); err == nil {
 		owned = owned.Add(*req)
 	}
+	o.Cache.DefaultLabelSelector = owned
 	if o.Cache.ByObject == nil {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
-	for _, gvk := range memberObjectKinds {
-		o.Cache.ByObject[metadataOf(gvk)] = cache.ByObject{Label: owned}
-	}
+	o.Cache.ByObject[metadataOf(replicaSetKind)] = cache.ByObject{Label: labels.Everything()}
 	o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 }
 

@@ -9,6 +9,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +32,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/fleet"
+	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 )
 
 // replanDelay is how soon the slices are read again after a plan was applied in
@@ -60,8 +63,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("placement").
 		For(&fleetv1alpha1.Placement{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&fleetv1alpha1.PlacementDecision{}).
-		Watches(&fleetv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.allPlacements),
-			builder.WithPredicates(selectionChanged{})).
+		// Only a change a selection is made from, and only to the placements
+		// whose selector matches the cluster before or after it: a probe that
+		// rewrites a message wakes none, a cluster turning Ready wakes those
+		// that may select it, not all of them.
+		Watches(&fleetv1alpha1.MemberCluster{}, r.memberClusterEvents(),
+			builder.WithPredicates(membercluster.DecisionInputsChanged{})).
 		// Status writes of sets and bindings change no selection; a deletion
 		// starting moves the generation.
 		Watches(&fleetv1alpha1.MemberClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.placementsBinding),
@@ -71,10 +78,43 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// allPlacements maps a MemberCluster change to every Placement: any of them may
-// select it.
-func (r *Reconciler) allPlacements(ctx context.Context, _ client.Object) []reconcile.Request {
-	return enqueue.Listed(ctx, r.Client, &fleetv1alpha1.PlacementList{}, "a MemberCluster")
+// memberClusterEvents maps a MemberCluster event to the Placements whose
+// clusterSelector matches the cluster's labels, before or after an update: no
+// other placement can select it, or have selected it, whatever its sets (a set
+// narrows a selection, never widens it). A placement whose selector does not
+// parse is enqueued too; it reports that.
+func (r *Reconciler) memberClusterEvents() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			r.enqueueSelecting(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			r.enqueueSelecting(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			r.enqueueSelecting(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
+			r.enqueueSelecting(ctx, q, e.Object)
+		},
+	}
+}
+
+func (r *Reconciler) enqueueSelecting(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], mcs ...client.Object) {
+	var list fleetv1alpha1.PlacementList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Placements", "change", "a MemberCluster", "cluster", mcs[0].GetName())
+		return
+	}
+	for i := range list.Items {
+		pl := &list.Items[i]
+		sel, err := fleet.ClusterSelector(pl)
+		if err == nil && !slices.ContainsFunc(mcs, func(mc client.Object) bool { return sel.Matches(labels.Set(mc.GetLabels())) }) {
+			continue
+		}
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pl)})
+	}
 }
 
 // placementsBinding maps a MemberClusterSet change to the Placements of the
@@ -288,26 +328,4 @@ func (r *Reconciler) announce(ctx context.Context, pl *fleetv1alpha1.Placement, 
 			"updateStrategy All: writing %d PlacementDecision(s) straight to their final sets and deleting %d; a cluster that moves may be missing from all of them for a moment (use RollingUpdate to avoid this)",
 			counts[fleet.Create]+counts[fleet.Update], counts[fleet.Delete])
 	}
-}
-
-// selectionChanged passes the MemberCluster events that can change a selection:
-// creation, deletion, and changes of labels or of the Ready condition.
-type selectionChanged struct {
-	predicate.Funcs
-}
-
-// Update implements predicate.Predicate.
-func (selectionChanged) Update(e event.UpdateEvent) bool {
-	oldMC, ok1 := e.ObjectOld.(*fleetv1alpha1.MemberCluster)
-	newMC, ok2 := e.ObjectNew.(*fleetv1alpha1.MemberCluster)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return !labels.Equals(oldMC.Labels, newMC.Labels) ||
-		isReady(oldMC) != isReady(newMC) ||
-		oldMC.DeletionTimestamp.IsZero() != newMC.DeletionTimestamp.IsZero()
-}
-
-func isReady(mc *fleetv1alpha1.MemberCluster) bool {
-	return meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 }

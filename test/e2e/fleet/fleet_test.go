@@ -374,7 +374,7 @@ func (s *scene) awaitReady(t *testing.T, names []string, status metav1.Condition
 			last = err.Error()
 			return false, nil
 		}
-		pending, reasons := 0, map[string]int{}
+		pending, reasons, some := 0, map[string]int{}, []string{}
 		for _, mc := range list.Items {
 			if !want[mc.Name] {
 				continue
@@ -382,12 +382,17 @@ func (s *scene) awaitReady(t *testing.T, names []string, status metav1.Condition
 			cond := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 			if cond == nil || cond.Status != status {
 				pending++
+				reason := "no condition yet"
 				if cond != nil {
-					reasons[cond.Reason]++
+					reason = cond.Reason
+				}
+				reasons[reason]++
+				if len(some) < 5 {
+					some = append(some, mc.Name)
 				}
 			}
 		}
-		last = fmt.Sprintf("%d of %d not Ready=%s (their reasons: %v)", pending, len(names), status, reasons)
+		last = fmt.Sprintf("%d of %d not Ready=%s (their reasons: %v; among them %v)", pending, len(names), status, reasons, some)
 		return pending == 0, nil
 	})
 	if err != nil {
