@@ -19,18 +19,31 @@ import (
 // patch changes the PodCliqueSet with edit and writes it as a merge patch that
 // fails if someone else wrote in between.
 func (s *session) patch(ctx context.Context, name string, edit func(*v1alpha1.PodCliqueSet) error) (*v1alpha1.PodCliqueSet, error) {
-	pcs, err := s.getPCS(ctx, name)
-	if err != nil {
-		return nil, err
+	return patchObject(ctx, s, kindPodCliqueSet, name, &v1alpha1.PodCliqueSet{}, edit)
+}
+
+// patchFW changes the FederatedWorkload with edit and writes it as a merge
+// patch that fails if someone else wrote in between.
+func (s *session) patchFW(ctx context.Context, name string, edit func(*fleetv1alpha1.FederatedWorkload) error) (*fleetv1alpha1.FederatedWorkload, error) {
+	return patchObject(ctx, s, kindFederatedWorkload, name, &fleetv1alpha1.FederatedWorkload{}, edit)
+}
+
+// patchObject reads the object k name into obj, changes it with edit and
+// writes the change as a merge patch that fails if someone else wrote in
+// between.
+func patchObject[T client.Object](ctx context.Context, s *session, k kind, name string, obj T, edit func(T) error) (T, error) {
+	var none T
+	if err := s.read(ctx, k, name, obj); err != nil {
+		return none, err
 	}
-	base := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if err := edit(pcs); err != nil {
-		return nil, err
+	base := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	if err := edit(obj); err != nil {
+		return none, err
 	}
-	if err := s.client.Patch(ctx, pcs, base); err != nil {
-		return nil, fmt.Errorf("patching PodCliqueSet %s/%s: %w", s.ns, name, err)
+	if err := s.client.Patch(ctx, obj, base); err != nil {
+		return none, fmt.Errorf("patching %s %s/%s: %w", k, s.ns, name, err)
 	}
-	return pcs, nil
+	return obj, nil
 }
 
 func newPauseCommand(s *session, pause bool) *cobra.Command {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
@@ -33,23 +31,6 @@ func pcsOnly(verb, arg string) (string, error) {
 		return "", usage("%s fw/%s: "+noFleetHistory, verb, name, name)
 	}
 	return name, nil
-}
-
-// patchFW changes the FederatedWorkload with edit and writes it as a merge
-// patch that fails if someone else wrote in between.
-func (s *session) patchFW(ctx context.Context, name string, edit func(*fleetv1alpha1.FederatedWorkload) error) (*fleetv1alpha1.FederatedWorkload, error) {
-	fw, err := s.getFW(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	base := client.MergeFromWithOptions(fw.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if err := edit(fw); err != nil {
-		return nil, err
-	}
-	if err := s.client.Patch(ctx, fw, base); err != nil {
-		return nil, fmt.Errorf("patching FederatedWorkload %s/%s: %w", s.ns, name, err)
-	}
-	return fw, nil
 }
 
 // promoteFW lowers spec.rolloutStrategy.partition: by one unit, to partition

@@ -172,10 +172,7 @@ func (f *SimMember) stale() bool {
 // new template or not), as internal/fleet/member reads it (StatusOf, then
 // WithReplicaSets; fleetsim's tests check the two agree): the Deployment's
 // status, which trails its ReplicaSets' statuses, folded with what each
-// ReplicaSet asks for (the more of its replicas and the pods it reports; as
-// available only pods both keep, none while its status has not observed its
-// spec). Settling while any ReplicaSet has not caught up or the folding
-// changed a count.
+// ReplicaSet asks for (WithReplicaSets).
 func DeploymentStatus(d *deploysim.Deployment, holdsNew bool) Status {
 	ds := d.Status
 	s := Status{Replicas: ds.Replicas, Terminating: ds.Terminating, Available: ds.Available}
@@ -183,31 +180,12 @@ func DeploymentStatus(d *deploysim.Deployment, holdsNew bool) Status {
 		s.Updated = ds.Updated
 	}
 	s.UpdatedAvailable = min(s.Updated, max(0, s.Available-(s.Replicas-s.Updated)))
-	var replicas, available, updated, updatedAvailable int32
+	rss := make([]ReplicaSetCounts, 0, len(d.ReplicaSets))
 	for _, rs := range d.ReplicaSets {
-		asked, kept := max(rs.Replicas, rs.Status.Replicas), min(rs.Replicas, rs.Status.AvailableReplicas)
-		if rs.Status.ObservedGeneration < rs.Generation {
-			kept = 0 // its status may count pods it has deleted since
-		}
-		replicas += asked
-		available += kept
-		if rs.Replicas != rs.Status.Replicas || rs.Status.ObservedGeneration < rs.Generation {
-			s.Settling = true
-		}
-		if holdsNew && d.Revision != 0 && rs.Revision == d.Revision {
-			updated, updatedAvailable = asked, kept
-		}
+		rss = append(rss, ReplicaSetCounts{Spec: rs.Replicas, Replicas: rs.Status.Replicas, Available: rs.Status.AvailableReplicas,
+			Observed: rs.Status.ObservedGeneration >= rs.Generation, Newest: d.Revision != 0 && rs.Revision == d.Revision})
 	}
-	if replicas > s.Replicas || available < s.Available || updated > s.Updated || updatedAvailable < s.UpdatedAvailable {
-		s.Settling = true
-	}
-	s.Replicas = max(s.Replicas, replicas)
-	s.Available = min(s.Available, available)
-	if holdsNew {
-		s.Updated = max(s.Updated, updated)
-		s.UpdatedAvailable = min(s.UpdatedAvailable, updatedAvailable, s.Updated)
-	}
-	return s
+	return WithReplicaSets(s, holdsNew, rss)
 }
 
 // Counted is the member's units as a watcher outside it bounds them (the

@@ -312,49 +312,27 @@ func StatusOf(obj *unstructured.Unstructured, rev string) ObservedStatus {
 const deploymentRevision = "deployment.kubernetes.io/revision"
 
 // WithReplicaSets folds into a Deployment's status what its ReplicaSets ask
-// for. A Deployment's counts are its ReplicaSets' status counts, which trail
-// the scaling it just did (its observedGeneration is current all the same):
-// each ReplicaSet counts the more of the pods it asks for and those it has,
-// and as available only those both its spec and status keep, none while its
-// status has not observed its spec (a ReplicaSet reports the pods it saw
-// before it deleted some, and when it is scaled back up before it reports
-// again, neither count shows them gone). The status then bounds what the
-// member uses from above, and says Settling while any ReplicaSet has not
-// caught up. rss may hold other objects' ReplicaSets; only dep's own count.
+// for, by align.WithReplicaSets. rss may hold other objects' ReplicaSets;
+// only dep's own count.
 func WithReplicaSets(s ObservedStatus, dep *unstructured.Unstructured, rss []unstructured.Unstructured, rev string) ObservedStatus {
 	newRS := dep.GetAnnotations()[deploymentRevision]
 	holdsRev := dep.GetAnnotations()[fleetv1alpha1.AnnotationTemplateRevision] == rev
-	var replicas, available, updated, updatedAvailable int32
+	counts := make([]align.ReplicaSetCounts, 0, len(rss))
 	for i := range rss {
 		rs := &rss[i]
 		if !ownedBy(rs, dep) {
 			continue
 		}
-		spec := intField(rs, "spec", "replicas")
-		have := intField(rs, "status", "replicas")
-		asked, kept := max(spec, have), min(spec, intField(rs, "status", "availableReplicas"))
 		og, _, _ := unstructured.NestedInt64(rs.Object, "status", "observedGeneration")
-		if og < rs.GetGeneration() {
-			kept = 0
-		}
-		replicas += asked
-		available += kept
-		if spec != have || og < rs.GetGeneration() {
-			s.Settling = true
-		}
-		if holdsRev && newRS != "" && rs.GetAnnotations()[deploymentRevision] == newRS {
-			updated, updatedAvailable = asked, kept
-		}
+		counts = append(counts, align.ReplicaSetCounts{
+			Spec:      intField(rs, "spec", "replicas"),
+			Replicas:  intField(rs, "status", "replicas"),
+			Available: intField(rs, "status", "availableReplicas"),
+			Observed:  og >= rs.GetGeneration(),
+			Newest:    newRS != "" && rs.GetAnnotations()[deploymentRevision] == newRS,
+		})
 	}
-	if replicas > s.Replicas || available < s.Available || updated > s.Updated || updatedAvailable < s.UpdatedAvailable {
-		s.Settling = true
-	}
-	s.Replicas = max(s.Replicas, replicas)
-	s.Available = min(s.Available, available)
-	if holdsRev {
-		s.Updated = max(s.Updated, updated)
-		s.UpdatedAvailable = min(s.UpdatedAvailable, updatedAvailable, s.Updated)
-	}
+	s.Status = align.WithReplicaSets(s.Status, holdsRev, counts)
 	return s
 }
 
