@@ -127,9 +127,14 @@ func (tc scaleRollingCase) run(t *testing.T) {
 	}
 	o := s.awaitLayout("the rollout to end at the last patch's replicas", 3*time.Minute, tc.want)
 	s.assertRolledOut(o, pcs)
-	if err := s.childrenAtTheirReplicas(t.Context()); err != nil {
-		t.Error(err)
-	}
+	// The children's statuses follow their pods: a count that only drops
+	// (a scaled-in pod gone) may be written up to a second later.
+	eventuallyState(t, 30*time.Second, "every PodClique's status at its replicas", func(ctx context.Context) (bool, string, error) {
+		if err := s.childrenAtTheirReplicas(ctx); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
 	// Every pod made after the update runs the new template: scale-out never
 	// makes an old pod, and the rollout never goes back to replace one.
 	for _, e := range s.m.Timeline() {
