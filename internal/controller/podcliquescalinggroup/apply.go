@@ -79,36 +79,18 @@ func (r *Reconciler) createMember(ctx context.Context, g *v1alpha1.PodCliqueScal
 // gone: its index is not refilled while the old pods still run.
 var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
 
-// deleteGroupReplica removes group replica index: its pods first, then its
-// member PodCliques. The pods are deleted here, in the step that decided it,
-// not later by the garbage collector: the decision and the pods' end are one
-// step, so the next replica or role step, which waits for the pods
-// (rollout's boundary rule), is not held up by the collector, and a replica
-// removed while unavailable does not lose pods that recovered meanwhile. A
-// pod that changed since the plan saw it (its resourceVersion moved: it
-// turned ready, say) is not deleted; the replica is then left whole and
-// planned again from what it is now (the conflict requeues quietly).
+// deleteGroupReplica removes group replica index: its member PodCliques, in
+// the foreground, so the garbage collector deletes their pods and the
+// PodCliques go only once the pods are gone. (Deleting the pods here first,
+// guarded by their resourceVersion, raced with the PodClique controller,
+// which recreated a pod between the pod's deletion and its PodClique's.)
 func (r *Reconciler) deleteGroupReplica(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs groupreplicas.Observation, index int32) error {
-	if err := deletePods(ctx, r.Client, obs.Pods[index]); err != nil {
-		return err
-	}
 	for _, c := range obs.Members[index] {
 		uid := c.UID
 		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
 		}
 		r.Expectations.Deleted(client.ObjectKeyFromObject(g), uid)
-	}
-	return nil
-}
-
-// deletePods deletes pods exactly as observed: same UID, same resourceVersion.
-func deletePods(ctx context.Context, c client.Client, pods []*corev1.Pod) error {
-	for _, p := range pods {
-		uid, rv := p.UID, p.ResourceVersion
-		if err := c.Delete(ctx, p, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting pod %s of a removed group replica: %w", p.Name, err)
-		}
 	}
 	return nil
 }
