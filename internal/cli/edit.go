@@ -117,15 +117,9 @@ func newPromoteCommand(s *session) *cobra.Command {
 				if ru.Partition != nil {
 					now = *ru.Partition
 				}
-				switch {
-				case full:
-					to = 0
-				case set:
-					to = partition
-				case now == 0:
-					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("PodCliqueSet %s has partition 0: nothing is held back", name)}
-				default:
-					to = now - 1
+				var err error
+				if to, err = nextPartition(kindPodCliqueSet, name, now, set, partition, full); err != nil {
+					return err
 				}
 				ru.Partition = &to
 				return nil
@@ -334,4 +328,19 @@ func imagesOf(containers []corev1.Container) string {
 		out = append(out, c.Image)
 	}
 	return strings.Join(out, ",")
+}
+
+// nextPartition is where promote takes a partition of now: to 0 with full, to
+// partition when set, else one unit lower; a partition of 0 holds nothing
+// back to promote.
+func nextPartition(k kind, name string, now int32, set bool, partition int32, full bool) (int32, error) {
+	switch {
+	case full:
+		return 0, nil
+	case set:
+		return partition, nil
+	case now == 0:
+		return 0, &ExitError{Code: verdict.Failed, Err: fmt.Errorf("%s %s has partition 0: nothing is held back", k, name)}
+	}
+	return now - 1, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 )
 
 // noFleetHistory is why history and undo refuse a FederatedWorkload.
@@ -38,16 +37,9 @@ func pcsOnly(verb, arg string) (string, error) {
 func (s *session) promoteFW(ctx context.Context, name string, set bool, partition int32, full bool) error {
 	var to int32
 	fw, err := s.patchFW(ctx, name, func(fw *fleetv1alpha1.FederatedWorkload) error {
-		now := fw.Spec.RolloutStrategy.Partition
-		switch {
-		case full:
-			to = 0
-		case set:
-			to = partition
-		case now == 0:
-			return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("FederatedWorkload %s has partition 0: nothing is held back", name)}
-		default:
-			to = now - 1
+		var err error
+		if to, err = nextPartition(kindFederatedWorkload, name, fw.Spec.RolloutStrategy.Partition, set, partition, full); err != nil {
+			return err
 		}
 		fw.Spec.RolloutStrategy.Partition = to
 		return nil
