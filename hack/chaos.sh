@@ -76,4 +76,6 @@ cat "$out"/*.tsv 2>/dev/null | awk -F'\t' '
 	  runs[k] += $3; mid[k] += $4; viol[k] += $5; fin[k] += $6; secs[k] += $7 }
 	END { for (i = 0; i < n; i++) { k = order[i]; split(k, f, "\t")
 		printf "| %s | %s | %d | %d | %d | %d/%d | %.1fs |\n", f[1], f[2], runs[k], mid[k], viol[k], fin[k], runs[k], secs[k] / runs[k] } }'
+echo
+echo "rollouts complete before their fault's moment, rolled again so that the fault landed mid-rollout: $(cat $(seq -f "$out/%g.log" 0 $((procs - 1))) | grep -c 'rolling again to inject it mid-rollout' || true)"
 exit "$failed"

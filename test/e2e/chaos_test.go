@@ -435,6 +435,10 @@ func specLayout(spec *v1alpha1.PodCliqueSetSpec, version string) layout {
 	return everyReplica(int(replicas), roles)
 }
 
+// chaosMidRolloutTries is how many rollouts in a row a fault is given to land
+// mid-rollout before the test fails.
+const chaosMidRolloutTries = 4
+
 // chaosResult is what one rollout under one fault came to.
 type chaosResult struct {
 	fault, strategy string
@@ -711,17 +715,33 @@ func runChaosScene(t *testing.T, st *chaosStrategy, faults *[]int, rng *rand.Ran
 			// it holds) is still cleared, or every later scene runs without a
 			// scheduler or behind a cut connection.
 			defer clearFaults(t)
-			r.version = next()
-			t.Logf("rollout %s → %s under %q", r.from, r.version, fault.name)
-			r.pcs = s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
-				setImageTag(r.version)(spec)
-				if st.partition {
-					spec.UpdateStrategy.RollingUpdate.Partition = new(int32(1))
-				}
-			})
+			// A fault counts only when it lands mid-rollout: a rollout that
+			// finished before the chosen moment is followed by another, with
+			// an earlier moment, before the fault goes in.
 			delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(3500*time.Millisecond)))
-			res.mid = s.await("the rollout, before the fault", delay, r.step) != nil
-			t.Logf("  fault at %s, rollout complete before it: %v", delay.Round(10*time.Millisecond), !res.mid)
+			for try := 1; ; try++ {
+				start = time.Now() // the rollout the fault goes into
+				r.version = next()
+				t.Logf("rollout %s → %s under %q", r.from, r.version, fault.name)
+				r.pcs = s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
+					setImageTag(r.version)(spec)
+					if st.partition {
+						spec.UpdateStrategy.RollingUpdate.Partition = new(int32(1))
+					}
+				})
+				res.mid = s.await("the rollout, before the fault", delay, r.step) != nil
+				if res.mid {
+					t.Logf("  fault at %s, mid-rollout (try %d)", delay.Round(10*time.Millisecond), try)
+					break
+				}
+				if try == chaosMidRolloutTries {
+					t.Fatalf("fault %q: %d rollouts in a row were complete before the fault's moment (last %s); it never landed mid-rollout",
+						fault.name, try, delay.Round(10*time.Millisecond))
+				}
+				t.Logf("  rollout complete before the fault at %s; rolling again to inject it mid-rollout", delay.Round(10*time.Millisecond))
+				r.from = r.version
+				delay = 300*time.Millisecond + time.Duration(rng.Int64N(int64(delay-300*time.Millisecond)/2+1))
+			}
 			if err := fault.inject(r); err != nil {
 				t.Fatalf("fault %q: %v (seed: see the log's first line)", fault.name, err)
 			}
