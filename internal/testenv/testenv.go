@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -194,6 +196,21 @@ func (e *Env) startGarbageCollector(root string, podGroupProtection bool) error 
 		return fmt.Errorf("starting the garbage collector (%s; run `make tools`): %w", bin, err)
 	}
 	return nil
+}
+
+// PauseGarbageCollector stops the garbage collector's process (SIGSTOP) until
+// the returned resume is called (it may be called more than once): a test
+// tells what the operator deletes itself from what the collector deletes for
+// it.
+func (e *Env) PauseGarbageCollector() (resume func(), err error) {
+	if e.gc == nil || e.gc.Process == nil {
+		return nil, fmt.Errorf("no garbage collector runs in this environment")
+	}
+	if err := e.gc.Process.Signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("stopping the garbage collector: %w", err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = e.gc.Process.Signal(syscall.SIGCONT) }) }, nil
 }
 
 // Stop shuts the control plane (and webhook server) down.

@@ -199,3 +199,61 @@ func TestPodCliqueScalingGroup_IncompleteGroupReplicaIsMadeWholeAgain(t *testing
 		t.Fatalf("group replica 0 was touched: %v, before %v", now, before)
 	}
 }
+
+// A removed group replica's pods are deleted by the operator in the step that
+// removed it, not left to the garbage collector: with the collector stopped,
+// group replica 0's member PodCliques stay terminating (their foreground
+// deletion waits for the collector) while its pods are already gone, and none
+// is made again for a terminating PodClique. Before, the pods went only when
+// the collector got to them.
+func TestPodCliqueScalingGroup_ARemovedGroupReplicasPodsGoInTheSameStep(t *testing.T) {
+	g, ns := newScalingGroup(t, 2, v1alpha1.ChildUpdateStrategy{})
+	var v1 string
+	waitFor(t, "2 ready group replicas", 30*time.Second, func() (bool, string) {
+		ready, state := groupReplicas(t, ns)
+		if len(ready) == 2 {
+			v1 = strings.SplitN(ready[0], "@", 2)[1]
+		}
+		return len(ready) == 2, state
+	})
+	pw := watchPods(t, ns, 3, 6)
+	resume, err := env.PauseGarbageCollector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(resume)
+	setGroupImage(t, g, "engine:v2")
+
+	ctx := context.Background()
+	waitFor(t, "group replica 0's PodCliques terminating and its pods gone, the garbage collector stopped", 30*time.Second, func() (bool, string) {
+		var cliques v1alpha1.PodCliqueList
+		if err := env.Client.List(ctx, &cliques, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelPodCliqueScalingGroupReplicaIndex: "0"}); err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelPodCliqueScalingGroupReplicaIndex: "0"}); err != nil {
+			t.Fatal(err)
+		}
+		terminating := 0
+		for _, c := range cliques.Items {
+			if c.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		var left []string
+		for _, p := range pods.Items {
+			left = append(left, p.Name)
+		}
+		return terminating == 2 && len(pods.Items) == 0,
+			fmt.Sprintf("%d of %d PodCliques terminating, pods left %v", terminating, len(cliques.Items), left)
+	})
+	resume()
+	waitFor(t, "both group replicas replaced", 60*time.Second, func() (bool, string) {
+		ready, state := groupReplicas(t, ns)
+		return len(ready) == 2 && !strings.Contains(strings.Join(ready, ","), v1), state
+	})
+	// Each old pod was deleted once: none was made again meanwhile.
+	if deleted := pw.check(t); len(deleted) != 6 {
+		t.Fatalf("deleted %v, want the 6 pods of both replicas, each once", deleted)
+	}
+}

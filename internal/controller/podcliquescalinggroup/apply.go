@@ -14,6 +14,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/fresh"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/observe/groupreplicas"
@@ -75,22 +76,18 @@ func (r *Reconciler) createMember(ctx context.Context, g *v1alpha1.PodCliqueScal
 	return true, nil
 }
 
-// foreground keeps a deleted member PodClique, terminating, until its pods are
-// gone: its index is not refilled while the old pods still run.
-var foreground = client.PropagationPolicy(metav1.DeletePropagationForeground)
-
-// deleteGroupReplica removes group replica index: its member PodCliques, in
-// the foreground, so the garbage collector deletes their pods and the
-// PodCliques go only once the pods are gone. (Deleting the pods here first,
-// guarded by their resourceVersion, raced with the PodClique controller,
-// which recreated a pod between the pod's deletion and its PodClique's.)
+// deleteGroupReplica removes group replica index: its member PodCliques,
+// then their pods, in one step (write.Remove).
 func (r *Reconciler) deleteGroupReplica(ctx context.Context, g *v1alpha1.PodCliqueScalingGroup, obs groupreplicas.Observation, index int32) error {
+	members := make([]client.Object, 0, len(obs.Members[index]))
 	for _, c := range obs.Members[index] {
-		uid := c.UID
-		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}, foreground); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting PodClique %s: %w", c.Name, err)
-		}
-		r.Expectations.Deleted(client.ObjectKeyFromObject(g), uid)
+		members = append(members, c)
+	}
+	err := write.Remove(ctx, r.Client, members, obs.Pods[index], func(o client.Object) {
+		r.Expectations.Deleted(client.ObjectKeyFromObject(g), o.GetUID())
+	})
+	if err != nil {
+		return fmt.Errorf("deleting group replica %d: %w", index, err)
 	}
 	return nil
 }

@@ -20,31 +20,13 @@ import (
 // into a child from its template (see rollout.ChildReplicas).
 const annotationTemplateReplicas = "lockstep.dev/template-replicas"
 
-// deleteReplicas removes the PodCliqueSet replicas the plan deletes, every child
-// of each together, and then their pods.
+// deleteReplicas removes the PodCliqueSet replicas the plan deletes: every
+// child of each, then their pods, in one step (write.Remove).
 func (r *Reconciler) deleteReplicas(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, ch children) error {
 	for _, d := range plan.Deletes {
 		deleted := false
-		for _, o := range ch.all[d.Index] {
-			if o.GetDeletionTimestamp() != nil {
-				continue
-			}
-			uid := o.GetUID()
-			// Foreground: the children stay, terminating, until their pods are gone,
-			// so the replica is not made again while its old pods still run.
-			if err := r.Client.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting %s of replica %d: %w", o.GetName(), d.Index, err)
-			}
-			deleted = true
-		}
-		// The pods go in this step too, not when the garbage collector gets to
-		// them: what waits for them (the next replica, a recreation) goes by the
-		// pods. Their PodCliques are terminating by now, so nothing replaces them.
-		for _, p := range ch.pods[d.Index] {
-			uid := p.UID
-			if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting pod %s of replica %d: %w", p.Name, d.Index, err)
-			}
+		if err := write.Remove(ctx, r.Client, ch.all[d.Index], ch.pods[d.Index], func(client.Object) { deleted = true }); err != nil {
+			return fmt.Errorf("deleting replica %d: %w", d.Index, err)
 		}
 		if deleted {
 			r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "DeletedReplica", "Delete", "Deleted replica %d: %s", d.Index, d.Reason)
