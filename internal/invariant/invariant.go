@@ -470,8 +470,10 @@ func CheckLevelPlan(before Level, creates []rollout.Create, deletes []rollout.De
 // SurgeLeft is a surge unit (a surge pod of a standalone clique, a surge
 // scaling-group replica) and the pods it still has.
 type SurgeLeft struct {
-	// Replica is the PCS replica it belongs to; Unit names it.
+	// Replica is the PCS replica it belongs to, Role its clique or scaling
+	// group; Unit names it.
 	Replica int32
+	Role    string
 	Unit    string
 	// Live counts its pods not terminating (a pod whose owner is being deleted
 	// but which is not terminating yet is live); Terminating the others.
@@ -498,6 +500,27 @@ func CheckReplicaBoundary(replica int32, started string, left []SurgeLeft) []Vio
 		}
 		return violation(ReplicaBoundary, "PCS replica %d moved (%s) while PCS replica %d still has %s with %d live and %d terminating pods",
 			replica, started, s.Replica, s.Unit, s.Live, s.Terminating)
+	}
+	return nil
+}
+
+// CheckRoleStepBoundary: in PCS replica replica, role reached updated units
+// on the target (started says how), which only a later step allows, while the
+// role of the step before it, another role, still had a surge unit in that
+// replica that holds it back. A role step ends when its pods say so, as a
+// replica's update does.
+func CheckRoleStepBoundary(steps []Step, replica int32, role string, updated int32, started string, left []SurgeLeft) []Violation {
+	first := FirstStepAllowing(steps, role, updated)
+	if first == 0 || first >= len(steps) || steps[first-1].Role == role {
+		return nil
+	}
+	prev := steps[first-1]
+	for _, s := range left {
+		if s.Replica != replica || s.Role != prev.Role || !s.Holds() {
+			continue
+		}
+		return violation(ReplicaBoundary, "role %s of PCS replica %d started step %d (%s) while step %d's role %s still has %s with %d live and %d terminating pods",
+			role, replica, first, started, first-1, prev.Role, s.Unit, s.Live, s.Terminating)
 	}
 	return nil
 }

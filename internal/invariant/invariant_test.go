@@ -189,3 +189,33 @@ func TestReplicaBoundary_CatchesTheNextReplicaStartingBesideALiveSurgeUnit(t *te
 		})
 	}
 }
+
+// With steps decode 1, prefill 1, prefill 100%, decode 100%: prefill's first
+// updated unit starts step 1, which decode's live surge unit holds back; a
+// role's own surge unit never holds its next step, and another replica's
+// units hold nothing.
+func TestRoleStepBoundary_CatchesAStepStartingBesideTheLastStepsSurgeUnit(t *testing.T) {
+	steps := []Step{{"decode", 1}, {"prefill", 1}, {"prefill", 2}, {"decode", 2}}
+	decodeSurge := SurgeLeft{Replica: 0, Role: "decode", Unit: "surge replica 2 of decode", Live: 2}
+	tests := []struct {
+		name    string
+		role    string
+		updated int32
+		left    []SurgeLeft
+		want    Name
+	}{
+		{"prefill starts beside decode's live surge replica", "prefill", 1, []SurgeLeft{decodeSurge}, ReplicaBoundary},
+		{"decode's surge replica terminating, Immediate", "prefill", 1, []SurgeLeft{{Replica: 0, Role: "decode", Unit: "surge replica 2 of decode", Terminating: 2}}, ""},
+		{"decode's surge replica terminating, PostTermination", "prefill", 1,
+			[]SurgeLeft{{Replica: 0, Role: "decode", Unit: "surge replica 2 of decode", Terminating: 2, WaitsForTermination: true}}, ReplicaBoundary},
+		{"another replica's surge replica", "prefill", 1, []SurgeLeft{{Replica: 1, Role: "decode", Unit: "surge replica 2 of decode", Live: 2}}, ""},
+		{"decode's own first step", "decode", 1, []SurgeLeft{decodeSurge}, ""},
+		{"prefill's second step after its own first", "prefill", 2, []SurgeLeft{{Replica: 0, Role: "prefill", Unit: "surge replica 2 of prefill", Live: 2}}, ""},
+		{"decode's last step beside prefill's surge replica", "decode", 2, []SurgeLeft{{Replica: 0, Role: "prefill", Unit: "surge replica 2 of prefill", Live: 1}}, ReplicaBoundary},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantRule(t, CheckRoleStepBoundary(steps, 0, tt.role, tt.updated, "pod created on the target", tt.left), tt.want)
+		})
+	}
+}

@@ -239,7 +239,9 @@ func checkRoleStepOrder(t *target, h *history, before, after *snapshot, ev Event
 	if surgeUnit(t, p) {
 		n++ // the planner surges only while the role may take one more updated unit
 	}
-	return about(invariant.CheckRoleStepOrder(t.steps, h.stepsDone[k], p.Replica, role, n), "pod %s", p.Name)
+	vs := invariant.CheckRoleStepOrder(t.steps, h.stepsDone[k], p.Replica, role, n)
+	vs = append(vs, invariant.CheckRoleStepBoundary(t.steps, p.Replica, role, n, "pod "+p.Name+" created on the target", surgeLeft(t, after))...)
+	return about(vs, "pod %s", p.Name)
 }
 
 // checkReplicaBoundary runs on creations of pods on the target in a PCS
@@ -283,7 +285,7 @@ func surgeLeft(t *target, s *snapshot) []invariant.SurgeLeft {
 		key := fmt.Sprintf("%d/%s", p.Replica, unit)
 		u := byUnit[key]
 		if u == nil {
-			u = &invariant.SurgeLeft{Replica: p.Replica, Unit: unit, WaitsForTermination: wait}
+			u = &invariant.SurgeLeft{Replica: p.Replica, Role: p.role(), Unit: unit, WaitsForTermination: wait}
 			byUnit[key] = u
 			order = append(order, key)
 		}

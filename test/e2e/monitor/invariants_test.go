@@ -970,3 +970,53 @@ func TestReplicaBoundary(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A role step ends when its pods say so: prefill's first step may start only
+// once decode's surge group replica, made for decode's step, has no live pod.
+func TestRoleStepBoundary(t *testing.T) {
+	surgingDecode := func(policy v1alpha1.ReplicaReplacementPolicy) v1alpha1.PodCliqueSetSpec {
+		s := roleSteps(setSpec(1,
+			[]v1alpha1.PodCliqueTemplateSpec{clique("p-leader", 1), clique("d-leader", 1)},
+			group("prefill", 2, 1, "p-leader"), groupWithLimits(group("decode", 2, 2, "d-leader"), "1", "0")),
+			"decode", "1", "prefill", "1", "prefill", "100%", "decode", "100%")
+		s.ReplicaReplacementPolicy = policy
+		return s
+	}
+	decodeStepWithSurge := func() []step {
+		return []step{
+			upGroupReplica(0, "prefill", 0, "v1"), upGroupReplica(0, "prefill", 1, "v1"),
+			upGroupReplica(0, "decode", 0, "v1"), upGroupReplica(0, "decode", 1, "v1"),
+			rollTo("v2"),
+			upGroupReplica(0, "decode", 2, "v2"),
+			replaceGroupReplica(0, "decode", 0, "v2"),
+			downGroupReplica(0, "prefill", 0),
+		}
+	}
+	prefillStarts := []step{create(gp(0, "prefill", 0, "p-leader", 0), "v2")}
+	runScenarios(t, []scenario{
+		{
+			name:     "prefill starting beside decode's live surge replica breaks it",
+			spec:     surgingDecode(v1alpha1.Immediate),
+			steps:    decodeStepWithSurge(),
+			breaking: prefillStarts,
+			want:     ReplicaBoundary,
+		},
+		{
+			name:  "prefill may start once decode's surge replica is gone",
+			spec:  surgingDecode(v1alpha1.Immediate),
+			steps: append(decodeStepWithSurge(), downGroupReplica(0, "decode", 2), prefillStarts[0]),
+		},
+		{
+			name:  "Immediate: prefill may start while decode's surge replica terminates",
+			spec:  surgingDecode(v1alpha1.Immediate),
+			steps: append(decodeStepWithSurge(), eachPod(inGroupReplica(0, "decode", 2), del), prefillStarts[0]),
+		},
+		{
+			name:     "PostTermination: prefill starting while decode's surge replica terminates breaks it",
+			spec:     surgingDecode(v1alpha1.PostTermination),
+			steps:    append(decodeStepWithSurge(), eachPod(inGroupReplica(0, "decode", 2), del)),
+			breaking: prefillStarts,
+			want:     ReplicaBoundary,
+		},
+	})
+}
