@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 )
 
 func newFleet(t *testing.T, elected bool, objs ...client.Object) *Fleet {
@@ -20,16 +23,18 @@ func newFleet(t *testing.T, elected bool, objs ...client.Object) *Fleet {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).Build()
-	return NewFleet(c, func() bool { return elected })
+	f := NewFleet(c, func() bool { return elected })
+	f.rounds = newFleetRounds() // each test its own rounds; RecordFleetRound's are the process's
+	return f
 }
 
 // web mid-rollout: eu-1 has its whole share updated, us-1 holds the grant.
 func web() *fleetv1alpha1.FederatedWorkload {
 	return &fleetv1alpha1.FederatedWorkload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "serving", Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "serving", Name: "web", UID: "web-1"},
 		Spec:       fleetv1alpha1.FederatedWorkloadSpec{Replicas: 10},
 		Status: fleetv1alpha1.FederatedWorkloadStatus{
-			UpdatedReplicas: 5, AvailableReplicas: 9,
+			Replicas: 11, UpdatedReplicas: 5, AvailableReplicas: 9,
 			Clusters: []fleetv1alpha1.FederatedClusterStatus{
 				{Name: "eu-1", DesiredReplicas: 4, Replicas: 4, UpdatedReplicas: 4, AvailableReplicas: 4, Grant: fleetv1alpha1.MemberGrant{Started: true, Paused: true}},
 				{Name: "us-1", DesiredReplicas: 6, Replicas: 7, UpdatedReplicas: 1, AvailableReplicas: 5,
@@ -84,5 +89,138 @@ func TestFleet_OnlyTheLeaderReports(t *testing.T) {
 	f := newFleet(t, false, web())
 	if n := testutil.CollectAndCount(f); n != 1 {
 		t.Fatalf("%d series from a hub that does not lead, want only the error counter", n)
+	}
+}
+
+// webRound is the round that wrote web's status: 2 of 2 units of
+// maxUnavailable and 1 of 1 of maxSurge charged (us-1's grant), and us-1
+// counted lost, as it would be once unreachable past memberLostTimeoutSeconds.
+func webRound() *round.Output {
+	return &round.Output{
+		Plan: align.Plan{MaxUnavailable: 2, MaxSurge: 1, Unavailable: 2, Surge: 1},
+		Members: []round.MemberView{
+			{Name: "eu-1", Reach: align.Current},
+			{Name: "us-1", Reach: align.Lost},
+		},
+	}
+}
+
+var roundSeries = []string{
+	"lockstep_federatedworkload_budget_max_unavailable", "lockstep_federatedworkload_budget_max_surge",
+	"lockstep_federatedworkload_budget_unavailable_charged", "lockstep_federatedworkload_budget_surge_charged",
+	"lockstep_federatedworkload_member_lost",
+}
+
+func TestFleet_ReportsTheBudgetAndTheLostMembersOfTheLastRound(t *testing.T) {
+	fw := web()
+	f := newFleet(t, true, fw)
+	if n := testutil.CollectAndCount(f, roundSeries...); n != 0 {
+		t.Fatalf("%d budget or lost series before any round, want none", n)
+	}
+	f.rounds.record(fw, webRound())
+	want := `
+# HELP lockstep_federatedworkload_budget_max_surge The global maxSurge in units, as the last round resolved it against spec.replicas.
+# TYPE lockstep_federatedworkload_budget_max_surge gauge
+lockstep_federatedworkload_budget_max_surge{federatedworkload="web",namespace="serving"} 1
+# HELP lockstep_federatedworkload_budget_max_unavailable The global maxUnavailable in units, as the last round resolved it against spec.replicas.
+# TYPE lockstep_federatedworkload_budget_max_unavailable gauge
+lockstep_federatedworkload_budget_max_unavailable{federatedworkload="web",namespace="serving"} 2
+# HELP lockstep_federatedworkload_budget_surge_charged Units the last round's grants may run above replicas together: what the planner charged against maxSurge.
+# TYPE lockstep_federatedworkload_budget_surge_charged gauge
+lockstep_federatedworkload_budget_surge_charged{federatedworkload="web",namespace="serving"} 1
+# HELP lockstep_federatedworkload_budget_unavailable_charged Units the last round's grants may take down together: what the planner charged against maxUnavailable.
+# TYPE lockstep_federatedworkload_budget_unavailable_charged gauge
+lockstep_federatedworkload_budget_unavailable_charged{federatedworkload="web",namespace="serving"} 2
+# HELP lockstep_federatedworkload_member_lost 1 when the last round counted the member lost (unreachable for longer than memberLostTimeoutSeconds: its whole share unavailable), else 0.
+# TYPE lockstep_federatedworkload_member_lost gauge
+lockstep_federatedworkload_member_lost{cluster="eu-1",federatedworkload="web",namespace="serving"} 0
+lockstep_federatedworkload_member_lost{cluster="us-1",federatedworkload="web",namespace="serving"} 1
+# HELP lockstep_federatedworkload_member_replicas_current A member's units, surge included, as the hub last read them.
+# TYPE lockstep_federatedworkload_member_replicas_current gauge
+lockstep_federatedworkload_member_replicas_current{cluster="eu-1",federatedworkload="web",namespace="serving"} 4
+lockstep_federatedworkload_member_replicas_current{cluster="us-1",federatedworkload="web",namespace="serving"} 7
+# HELP lockstep_federatedworkload_replicas_current Units in all members, surge included (status.replicas).
+# TYPE lockstep_federatedworkload_replicas_current gauge
+lockstep_federatedworkload_replicas_current{federatedworkload="web",namespace="serving"} 11
+`
+	if err := testutil.CollectAndCompare(f, strings.NewReader(want), append(roundSeries,
+		"lockstep_federatedworkload_member_replicas_current", "lockstep_federatedworkload_replicas_current")...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A round that could not be planned (no placement, say) has no budget to
+// report, and saw no member.
+func TestFleet_ReportsNoBudgetOfARoundThatCouldNotBePlanned(t *testing.T) {
+	fw := web()
+	f := newFleet(t, true, fw)
+	f.rounds.record(fw, webRound())
+	f.rounds.record(fw, &round.Output{Stuck: fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound})
+	if n := testutil.CollectAndCount(f, roundSeries...); n != 0 {
+		t.Fatalf("%d budget or lost series after a round that could not be planned, want none", n)
+	}
+}
+
+// The series of a deleted FederatedWorkload go with it, the last round
+// included, and one created again under its name does not inherit them.
+func TestFleet_LeavesNoSeriesOfADeletedFederatedWorkload(t *testing.T) {
+	fw := web()
+	f := newFleet(t, true, fw)
+	f.rounds.record(fw, webRound())
+	if n := testutil.CollectAndCount(f, roundSeries...); n != 6 {
+		t.Fatalf("%d budget and lost series, want 6 (4 budget, 2 members)", n)
+	}
+	c := f.Reader.(client.Client)
+	if err := c.Delete(t.Context(), fw); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(f); n != 1 { // only lockstep_fleet_state_scrape_errors_total
+		t.Fatalf("%d series after the FederatedWorkload was deleted, want only the scrape error counter", n)
+	}
+	if n := len(f.rounds.last); n != 0 {
+		t.Fatalf("%d rounds kept of workloads no longer listed", n)
+	}
+
+	f.rounds.record(fw, webRound()) // a round of the old one, late
+	again := web()
+	again.UID, again.ResourceVersion = "web-2", ""
+	if err := c.Create(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(f, roundSeries...); n != 0 {
+		t.Fatalf("%d budget or lost series of a workload created again before its first round, want none", n)
+	}
+	if n := testutil.CollectAndCount(f, "lockstep_federatedworkload_replicas_desired"); n != 1 {
+		t.Fatalf("%d replicas_desired series of the workload created again, want 1", n)
+	}
+}
+
+// A round recorded while a scrape read the list may be of a workload the list
+// missed: that scrape does not forget it.
+func TestFleetRounds_KeepARoundRecordedAfterTheListWasRead(t *testing.T) {
+	rs := newFleetRounds()
+	listedAt := time.Now()
+	rs.record(web(), webRound())
+	rs.keepOnly(nil, listedAt)
+	if rs.of(web()) == nil {
+		t.Fatal("a round recorded after the list was read was forgotten")
+	}
+	rs.keepOnly(nil, time.Now())
+	if rs.of(web()) != nil {
+		t.Fatal("the round of a workload the next list does not hold was kept")
+	}
+}
+
+// RecordFleetRound feeds every Fleet of the process: the reconciler and the
+// collector share no object but this.
+func TestRecordFleetRound_ReachesTheHubsCollector(t *testing.T) {
+	fw := web()
+	fw.UID = "web-record"
+	t.Cleanup(func() { lastRounds.keepOnly(nil, time.Now()) })
+	RecordFleetRound(fw, webRound())
+	f := newFleet(t, true, fw)
+	f.rounds = lastRounds // as NewFleet has it
+	if got := testutil.CollectAndCount(f, "lockstep_federatedworkload_budget_unavailable_charged"); got != 1 {
+		t.Fatalf("%d unavailable_charged series after RecordFleetRound, want 1", got)
 	}
 }

@@ -3,10 +3,12 @@ package chart
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
 
+	// The hub's own histograms register with controller-runtime's registry
+	// when its package loads; reconcileOnce gathers them from there.
+	_ "github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
@@ -30,9 +35,9 @@ var (
 	metricName = regexp.MustCompile(`\b(?:lockstep|controller_runtime|workqueue)_[a-z0-9_]+\b`)
 )
 
-// operatorMetricNames are the series names the operator's /metrics can carry:
-// Lockstep's collectors, and what controller-runtime registers for a
-// controller that reconciled once.
+// operatorMetricNames are the series names the operator's and the hub's
+// /metrics can carry: Lockstep's collectors, the hub's histograms, and what
+// controller-runtime registers for a controller that reconciled once.
 func operatorMetricNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
@@ -148,17 +153,23 @@ func namesIn(queries []string) []string {
 	return out
 }
 
-func TestDashboardAndAlerts_UseOnlyMetricsTheOperatorRegisters(t *testing.T) {
-	registered := operatorMetricNames(t)
-
+// dashboard is the chart's dashboard, decoded.
+func dashboard(t *testing.T) any {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(chartDir(t), "dashboards", "lockstep.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dashboard any
-	if err := json.Unmarshal(raw, &dashboard); err != nil {
+	var d any
+	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("the dashboard is not JSON: %v", err)
 	}
+	return d
+}
+
+func TestDashboardAndAlerts_UseOnlyMetricsTheOperatorRegisters(t *testing.T) {
+	registered := operatorMetricNames(t)
+	dashboard := dashboard(t)
 	rule := find(t, objects(t, mustRender(t, "metrics.prometheusRule.enabled=true")), "PrometheusRule", "lockstep-alerts")
 
 	for source, queries := range map[string][]string{
@@ -176,15 +187,53 @@ func TestDashboardAndAlerts_UseOnlyMetricsTheOperatorRegisters(t *testing.T) {
 		}
 	}
 
-	// Every per-role series is on the dashboard: it is what users chart.
+	// Every per-role series, and every series of a FederatedWorkload and of
+	// its members, is on the dashboard: it is what users chart.
 	dashboardNames := map[string]bool{}
 	for _, n := range namesIn(exprs(dashboard)) {
 		dashboardNames[n] = true
 	}
+	charted := regexp.MustCompile(`^lockstep_(podcliqueset_role_|federatedworkload_)`)
 	for n := range registered {
-		if regexp.MustCompile(`^lockstep_podcliqueset_role_`).MatchString(n) && !dashboardNames[n] {
+		if charted.MatchString(n) && !dashboardNames[n] {
 			t.Errorf("the dashboard does not chart %s", n)
 		}
+	}
+}
+
+// grafanaVariable is a dashboard variable in a query ($namespace,
+// ${datasource}, $__rate_interval).
+var grafanaVariable = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
+
+// filledIn is q with its variables replaced: Grafana's own ($__interval,
+// $__rate_interval) by a duration, the dashboard's by a label value.
+func filledIn(q string) string {
+	return grafanaVariable.ReplaceAllStringFunc(q, func(v string) string {
+		if strings.HasPrefix(strings.Trim(v, "${}"), "__") {
+			return "5m"
+		}
+		return "x"
+	})
+}
+
+// Every dashboard query is PromQL that Prometheus parses, its variables
+// replaced: promtool checks them as the expressions of recording rules.
+func TestDashboard_QueriesParse(t *testing.T) {
+	promtool := tool(t, "promtool")
+	var rules []map[string]string
+	for i, q := range exprs(dashboard(t)) {
+		rules = append(rules, map[string]string{"record": fmt.Sprintf("dashboard:query_%d", i), "expr": filledIn(q)})
+	}
+	doc, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard.yaml")
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, promtool, "check", "rules", path); err != nil {
+		t.Fatalf("promtool check rules on the dashboard's %d queries: %v\n%s", len(rules), err, out)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
+	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // FieldManager is the server-side apply field manager of every member object
@@ -165,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := write.Status(ctx, r.Client, &fw, func(fw *fleetv1alpha1.FederatedWorkload) { fw.Status = out.Status }); err != nil {
 		return requeue.OnConflict(ctrl.Result{}, err)
 	}
+	lockstepmetrics.RecordFleetRound(&fw, &out)
 	if len(out.Unwritable) > 0 {
 		writeErr = errors.Join(writeErr, fmt.Errorf("building member objects: %s", strings.Join(out.Unwritable, "; ")))
 	}
