@@ -109,9 +109,10 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 	if o.concurrency < 1 {
 		return nil, nil, fmt.Errorf("--max-concurrent-reconciles %d: must be at least 1", o.concurrency)
 	}
-	// Nothing reads managedFields: the cache does not keep them; of pods it
-	// keeps only what the controllers read (pods.TrimForCache).
-	byObject := map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods.TrimForCache}}
+	// Nothing reads managedFields: the cache does not keep them; it keeps only
+	// the pods Lockstep made, and of them only what the controllers read
+	// (pods.Cache).
+	byObject := map[client.Object]cache.ByObject{&corev1.Pod{}: pods.Cache()}
 	maps.Copy(byObject, o.cacheByObject)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,

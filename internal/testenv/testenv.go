@@ -14,16 +14,19 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
 )
 
@@ -32,6 +35,9 @@ type Env struct {
 	Config *rest.Config
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Cache is the manager's cache (nil without a manager): what the
+	// controllers see.
+	Cache client.Reader
 
 	env    *envtest.Environment
 	cancel context.CancelFunc
@@ -112,7 +118,9 @@ func Start(o Options) (*Env, error) {
 func (e *Env) runManager(o Options) error {
 	wo := &e.env.WebhookInstallOptions
 	opts := ctrl.Options{
-		Scheme:                 e.Scheme,
+		Scheme: e.Scheme,
+		// The operator's own pod cache: only the pods Lockstep made.
+		Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: pods.Cache()}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	}
@@ -125,6 +133,7 @@ func (e *Env) runManager(o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	e.Cache = mgr.GetCache()
 	if o.Webhooks {
 		if err := lockstepwebhook.Setup(mgr); err != nil {
 			return err
