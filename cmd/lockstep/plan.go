@@ -42,8 +42,9 @@ type planOptions struct {
 	grace   time.Duration
 	output  string
 	svg     string
-	// clusters are the members of a FederatedWorkload plan.
-	clusters []string
+	// clusters are the members of a FederatedWorkload plan; late and lose
+	// the members whose status reaches the hub late and those it loses.
+	clusters, late, lose []string
 }
 
 const planLong = `Simulate the rollout from one PodCliqueSet (or FederatedWorkload) manifest to the
@@ -66,7 +67,14 @@ replicas and plays the fleet rollout wave by wave: the
 hub's planner hands out grants under the one global budget, each member's own
 controller acts on its grant, and new units become available --startup later.
 It prints every wave (the fleet against its floor and ceiling, each cluster's
-updated units and grant) and the result.
+updated units and grant) and the result. The members start at rest on the
+current manifest's shares; a change of replicas or division.weights moves
+units between them within the same budget. --late CLUSTER=N makes the hub's
+round read that cluster's status as it was N rounds before; --lose
+CLUSTER@WAVE makes it unreachable from that wave on: its MemberCluster turns
+not Ready as the hub's probe would leave it, the hub reads nothing from it
+and writes nothing to it, charges it until memberLostTimeoutSeconds pass,
+then writes it off and moves its share to the others.
 
 Exit status: 0 when the rollout completes (or there is nothing to roll, or it
 stalls only because of an injected fault), 1 on an invariant violation or an
@@ -76,7 +84,8 @@ const planExample = `  lockstep plan -f current.yaml -f new.yaml
   lockstep plan -f current.yaml -f new.yaml --startup 45s --jitter 20% --seed 7
   lockstep plan -f current.yaml -f new.yaml --fail role=decode,after=2
   kubectl get pcs disagg -o yaml | lockstep plan -f - -f new.yaml --output json --svg plan.svg
-  lockstep plan -f web.yaml -f web-v2.yaml --cluster eu-1:region=eu --cluster us-1:region=us --startup 20s`
+  lockstep plan -f web.yaml -f web-v2.yaml --cluster eu-1:region=eu --cluster us-1:region=us --startup 20s
+  lockstep plan -f web.yaml -f web-weights.yaml --cluster eu-1:region=eu --cluster us-1:region=us --lose us-1@2 --late eu-1=1`
 
 func newPlanCommand() *cobra.Command {
 	return buildPlanCommand(os.Stdin, os.Exit)
@@ -135,7 +144,7 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 	})
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil,
-		"A PodCliqueSet manifest; give it twice: the current one, then the new one ('-' reads standard input).")
+		"A PodCliqueSet (or FederatedWorkload) manifest; give it twice: the current one, then the new one ('-' reads standard input).")
 	f.DurationVar(&o.startup, "startup", 30*time.Second, "How long a created pod takes to become ready.")
 	f.StringVar(&o.jitter, "jitter", "0", "Vary each start-up uniformly by up to ± this fraction of --startup: 20% or 0.2.")
 	f.Uint64Var(&o.seed, "seed", 1, "Seed of the jitter; the same seed gives the same timeline.")
@@ -146,6 +155,10 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role (per cluster for a FederatedWorkload) over time to this file.")
 	f.StringArrayVar(&o.clusters, "cluster", nil,
 		"FederatedWorkloads: a member cluster the workload is placed on, NAME[:LABEL=VALUE,...] (the labels its division.weights select on). Repeatable.")
+	f.StringArrayVar(&o.late, "late", nil,
+		"FederatedWorkloads: CLUSTER=N, the cluster's status reaches the hub N rounds (waves) late. Repeatable.")
+	f.StringArrayVar(&o.lose, "lose", nil,
+		"FederatedWorkloads: CLUSTER@WAVE, the hub cannot reach the cluster from that wave (from 1) on: it reads nothing from it, writes nothing to it, and takes it as lost after memberLostTimeoutSeconds. Repeatable.")
 	return cmd
 }
 
@@ -158,6 +171,10 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if fleet {
 		return o.runFleet(stdin, stdout, stderr)
+	}
+	if len(o.late) > 0 || len(o.lose) > 0 {
+		fmt.Fprintln(stderr, "lockstep plan: --late and --lose apply to FederatedWorkloads (the members of a fleet); a PodCliqueSet plan injects faults with --fail")
+		return exitBadInput
 	}
 	in, errs := o.input(stdin, stderr)
 	if len(errs) > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -89,7 +90,71 @@ func (o *planOptions) fleetInput(stdin io.Reader) (fleetplan.Input, []string, []
 		return in, nil, []error{err}
 	}
 	in.Clusters, in.Placement, in.Sets, in.Bindings = placed.clusters, placed.placement, placed.sets, placed.bindings
+	if errs := o.faults(&in); len(errs) > 0 {
+		return in, nil, errs
+	}
 	return in, notes, nil
+}
+
+// faults reads --late and --lose into in, each about one of the clusters the
+// workload is placed on, each cluster at most once per flag.
+func (o *planOptions) faults(in *fleetplan.Input) []error {
+	var names []string
+	for _, c := range in.Clusters {
+		names = append(names, c.Name)
+	}
+	var errs []error
+	read := func(flag string, args []string, parse func(string) (string, int, error)) map[string]int {
+		var out map[string]int
+		for _, arg := range args {
+			name, n, err := parse(arg)
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case !slices.Contains(names, name):
+				errs = append(errs, fmt.Errorf("lockstep plan: --%s %q: cluster %q is not one the workload is placed on (%s)", flag, arg, name, strings.Join(names, ", ")))
+			case out[name] != 0:
+				errs = append(errs, fmt.Errorf("lockstep plan: --%s %q: cluster %s is given twice", flag, arg, name))
+			default:
+				if out == nil {
+					out = map[string]int{}
+				}
+				out[name] = n
+			}
+		}
+		return out
+	}
+	in.Late = read("late", o.late, parseLate)
+	in.Lose = read("lose", o.lose, parseLose)
+	return errs
+}
+
+// parseLate reads CLUSTER=N, N ≥ 1.
+func parseLate(s string) (string, int, error) {
+	name, val, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", 0, fmt.Errorf("lockstep plan: --late %q: want CLUSTER=N, the cluster's status reaching the hub N rounds late", s)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(val))
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("lockstep plan: --late %q: N must be a whole number of rounds, at least 1", s)
+	}
+	return name, n, nil
+}
+
+// parseLose reads CLUSTER@WAVE, WAVE ≥ 1.
+func parseLose(s string) (string, int, error) {
+	name, val, ok := strings.Cut(s, "@")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", 0, fmt.Errorf("lockstep plan: --lose %q: want CLUSTER@WAVE, the cluster unreachable to the hub from that wave on", s)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(val))
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("lockstep plan: --lose %q: WAVE must be a whole number, at least 1 (waves count from 1)", s)
+	}
+	return name, n, nil
 }
 
 // readFleetInput checks the flags and reads and validates both manifests; the
@@ -104,7 +169,7 @@ func (o *planOptions) readFleetInput(stdin io.Reader) (fleetplan.Input, fleetObj
 		errs = append(errs, fmt.Errorf("lockstep plan: --output %q: FederatedWorkloads are shown as text (and --svg)", o.output))
 	}
 	if len(o.fails) > 0 || o.jitter != "0" || o.grace != 0 {
-		errs = append(errs, errors.New("lockstep plan: --fail, --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster and --startup"))
+		errs = append(errs, errors.New("lockstep plan: --fail, --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster, --startup, --late and --lose"))
 	}
 	if o.startup <= 0 {
 		errs = append(errs, fmt.Errorf("lockstep plan: --startup %s: must be positive", o.startup))

@@ -3,12 +3,16 @@
 // rules, the fleet planner, the member-object encoding and the status) run
 // wave by wave against member clusters played in memory (fleetsim.Member),
 // which receive the member objects the hub's controller would write and whose
-// own controllers replace units with the single-cluster planner. It prints the
-// waves as text and draws them as an SVG.
+// own controllers replace units (a Deployment's as deploysim plays them, the
+// others with the single-cluster planner). Members may report late
+// (Input.Late) or be lost to the hub (Input.Lose), fed to the round as the
+// hub's controller feeds it such members. It prints the waves as text and
+// draws them as an SVG.
 package fleetplan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +62,19 @@ type Input struct {
 	Bindings  []fleetv1alpha1.MemberClusterSetBinding
 	// Startup is how long a created unit takes to become available: one wave.
 	Startup time.Duration
+	// Late are the clusters whose status reaches the hub late, by how many
+	// rounds (at least 1): the hub's round reads what their controllers
+	// reported that many rounds before (fleetsim.Member.Late), from the
+	// first round on.
+	Late map[string]int
+	// Lose are the clusters the hub loses, by the wave (from 1) from which
+	// on it cannot reach them. Their MemberCluster turns Ready=False, reason
+	// Unreachable, at that wave's round, as the hub's probe leaves a member
+	// that stops answering, so the placement drops them and the hub's round
+	// reads nothing from them and writes nothing to them; it counts
+	// memberLostTimeoutSeconds from then. Their own controllers go on with
+	// what their objects hold.
+	Lose map[string]int
 	// OnRound, when set, sees every round the hub runs (those bringing the
 	// members to rest on From too).
 	OnRound func(Round)
@@ -67,8 +84,16 @@ type Input struct {
 type Round struct {
 	In  round.Input
 	Out round.Output
+	// Wave counts the rounds on the changed workload from 1; 0 while the
+	// members are brought to rest on From.
+	Wave int
 	// Received are the requests each member received this round, by cluster.
 	Received map[string][]fleetsim.Request
+	// Unreachable are the clusters the hub could not reach this round, and
+	// Failed the writes to them that failed (the round never makes any: it
+	// writes only to the members it read).
+	Unreachable []string
+	Failed      []round.Write
 }
 
 // Share is one cluster's part of the replicas.
@@ -80,24 +105,72 @@ type Share struct {
 // Result is what the simulation did.
 type Result struct {
 	Strategy align.Strategy
-	Shares   []Share
+	// Shares are the clusters' shares under the new workload; From their
+	// shares at rest on the one before (nil without Input.From).
+	Shares, From []Share
 	// First is the plan of the first round on the changed workload: the
 	// resolved limits and how many units may update.
 	First align.Plan
 	// Outdated counts the units not on the new revision when the change
 	// came.
 	Outdated int32
-	Waves    []align.Wave
+	Waves    []Wave
 	// Done: the hub's planner reported the rollout finished within MaxWaves.
 	Done bool
+	// Stuck is why the hub could not plan the last round (its Progressing
+	// reason and message), "" when it could.
+	Stuck string
 	// Floor and Ceiling are the fleet-wide bounds every wave must keep:
 	// replicas − maxUnavailable available, replicas + maxSurge units that
 	// are not terminating.
 	Floor, Ceiling int32
 	// Breaches lists the waves (from 1) that broke a bound.
 	Breaches []string
+	// Lost is what became of each cluster of Input.Lose, in name order.
+	Lost []LostCluster
 	// Status is the FederatedWorkload's status the hub wrote last.
 	Status fleetv1alpha1.FederatedWorkloadStatus
+}
+
+// Wave is one wave: the hub's plan, the fleet and each member (align.Wave),
+// and what the plan adds for clusters the hub cannot reach.
+type Wave struct {
+	align.Wave
+	// Floor is the floor of this wave: Result.Floor, lowered by the shares
+	// the hub still holds for clusters it cannot reach. From the first wave
+	// a cluster is unreachable, Available and Units count only the clusters
+	// the hub reaches: the others' units are out of its hands.
+	Floor int32
+	// Unreached are the clusters the hub could not reach this wave.
+	Unreached []Unreached
+}
+
+// Unreached is a cluster the hub could not reach in a wave, as its round saw
+// it.
+type Unreached struct {
+	Cluster string
+	// Reach is Stale until memberLostTimeoutSeconds pass, then Lost.
+	Reach align.Reach
+	// Share is the share the hub holds for it; Unavailable and Surge what the
+	// global budget charged it this wave. A lost cluster that left the
+	// placement is written off: charged nothing itself, its whole share is
+	// held back from the others until they have grown into it.
+	Share, Unavailable, Surge int32
+	WrittenOff                bool
+	// Forgotten: no longer planned nor reported (the others have grown
+	// into its share).
+	Forgotten bool
+}
+
+// LostCluster is what became of a cluster of Input.Lose: the waves (from 1)
+// from which the hub could not reach it, took it as lost, and forgot it; 0
+// when the plan ended before.
+type LostCluster struct {
+	Cluster               string
+	From, Lost, Forgotten int
+	// Share is the share the hub held for it when it became unreachable;
+	// Runs the units it runs at the end, out of the hub's reach.
+	Share, Runs int32
 }
 
 // Run divides the replicas as the hub does, brings the members to rest on the
@@ -110,6 +183,9 @@ func Run(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("spec.template: %w", err)
 	}
+	if err := checkFaults(in); err != nil {
+		return Result{}, err
+	}
 	res := Result{Strategy: member.StrategyOf(fw)}
 	if res.Shares, err = shares(in); err != nil {
 		return res, err
@@ -119,12 +195,14 @@ func Run(in Input) (Result, error) {
 		if err := h.rest(in.From); err != nil {
 			return res, err
 		}
+		res.From = restShares(res.Shares, h.fw.Status)
 	}
 	h.change(fw)
 	for _, m := range h.members {
 		c := m.Count(tmpl.Revision)
 		res.Outdated += c.Replicas - c.Updated
 	}
+	lost := newLostClusters(in)
 	for n := range MaxWaves {
 		before := h.state()
 		out, err := h.round()
@@ -134,21 +212,32 @@ func Run(in Input) (Result, error) {
 		if n == 0 {
 			res.First = out.Plan
 		}
+		lost.cut(h.wave, h.unreachable, out.Status)
+		if out.Stuck != "" {
+			res.Stuck = progressingMessage(out.Status)
+			break
+		}
+		lost.saw(h.wave, h.unreached(out))
 		if out.Plan.Done {
 			res.Done = true
 			if deletes(out.Writes) {
 				// The objects it deleted leave the status at the next round.
-				if _, err := h.round(); err != nil {
+				out, err := h.round()
+				if err != nil {
 					return res, err
 				}
+				lost.saw(h.wave, h.unreached(out))
 			}
 			break
 		}
-		w := align.Wave{Plan: out.Plan}
+		w := Wave{Wave: align.Wave{Plan: out.Plan}}
 		if err := h.act(); err != nil {
 			return res, err
 		}
 		for _, m := range h.members {
+			if h.unreachable[m.Name] {
+				continue // out of the hub's hands: not counted (see Wave.Floor)
+			}
 			c := m.Count(tmpl.Revision)
 			w.Available += c.Available
 			// Terminating units do not count (a Deployment's controller
@@ -167,20 +256,126 @@ func Run(in Input) (Result, error) {
 			w.Members = append(w.Members, align.WaveMember{Name: s.Cluster, Desired: mp.Replicas, Updated: c.Updated,
 				Available: c.Available, Grant: mp.Grant, Waiting: mp.Waiting})
 		}
+		w.Unreached = h.unreached(out)
 		res.Waves = append(res.Waves, w)
-		if h.state() == before {
+		if h.state() == before && !h.pending() {
 			break // stuck: paused, or waiting for ever
 		}
 	}
 	res.Status = h.fw.Status
 	res.Floor, res.Ceiling = fw.Spec.Replicas-res.First.MaxUnavailable, fw.Spec.Replicas+res.First.MaxSurge
-	for i, w := range res.Waves {
-		if w.Available < res.Floor || w.Units > res.Ceiling {
+	for i := range res.Waves {
+		w := &res.Waves[i]
+		w.Floor = res.Floor
+		for _, u := range w.Unreached {
+			if !u.Forgotten {
+				w.Floor -= u.Share
+			}
+		}
+		if w.Available < w.Floor || w.Units > res.Ceiling {
 			res.Breaches = append(res.Breaches, fmt.Sprintf("wave %d: %d available (floor %d), %d units (ceiling %d)",
-				i+1, w.Available, res.Floor, w.Units, res.Ceiling))
+				i+1, w.Available, w.Floor, w.Units, res.Ceiling))
 		}
 	}
+	for _, c := range lost {
+		c.Runs = h.byName[c.Cluster].Count(tmpl.Revision).Replicas
+	}
+	res.Lost = lost.list()
 	return res, nil
+}
+
+// checkFaults checks that Late and Lose name clusters of the plan, late by
+// at least a round, lost from wave 1 on.
+func checkFaults(in Input) error {
+	known := func(name string) bool {
+		has := func(c Cluster) bool { return c.Name == name }
+		return slices.ContainsFunc(in.Clusters, has) || slices.ContainsFunc(in.Before, has)
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Late)) {
+		switch {
+		case !known(name):
+			return fmt.Errorf("late cluster %s is not one of the clusters", name)
+		case in.Late[name] < 1:
+			return fmt.Errorf("late cluster %s: %d rounds late; want at least 1", name, in.Late[name])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Lose)) {
+		switch {
+		case !known(name):
+			return fmt.Errorf("lost cluster %s is not one of the clusters", name)
+		case in.Lose[name] < 1:
+			return fmt.Errorf("lost cluster %s: wave %d; waves count from 1", name, in.Lose[name])
+		}
+	}
+	return nil
+}
+
+// restShares are the shares the members held at rest on the workload before
+// the change, as its status reports them, in the order of shares.
+func restShares(shares []Share, st fleetv1alpha1.FederatedWorkloadStatus) []Share {
+	out := make([]Share, len(shares))
+	for i, s := range shares {
+		out[i].Cluster = s.Cluster
+		for _, c := range st.Clusters {
+			if c.Name == s.Cluster {
+				out[i].Units = c.DesiredReplicas
+			}
+		}
+	}
+	return out
+}
+
+// lostClusters follows what becomes of each cluster of Input.Lose, round by
+// round.
+type lostClusters map[string]*LostCluster
+
+func newLostClusters(in Input) lostClusters {
+	lc := lostClusters{}
+	for name := range in.Lose {
+		lc[name] = &LostCluster{Cluster: name}
+	}
+	return lc
+}
+
+// cut notes the wave from which each unreachable cluster was so, and the
+// share the round's status holds for it (the share it last wrote to it).
+func (lc lostClusters) cut(wave int, unreachable map[string]bool, st fleetv1alpha1.FederatedWorkloadStatus) {
+	for name := range unreachable {
+		c := lc[name]
+		if c == nil || c.From != 0 {
+			continue
+		}
+		c.From = wave
+		for _, e := range st.Clusters {
+			if e.Name == name {
+				c.Share = e.DesiredReplicas
+			}
+		}
+	}
+}
+
+// saw takes what the round of wave saw of the clusters it could not reach.
+func (lc lostClusters) saw(wave int, us []Unreached) {
+	for _, u := range us {
+		c := lc[u.Cluster]
+		if c == nil {
+			continue
+		}
+		if c.Lost == 0 && u.Reach == align.Lost {
+			c.Lost = wave
+		}
+		if c.Forgotten == 0 && u.Forgotten {
+			c.Forgotten = wave
+		}
+	}
+}
+
+func (lc lostClusters) list() []LostCluster {
+	var out []LostCluster
+	for _, name := range slices.Sorted(maps.Keys(lc)) {
+		out = append(out, *lc[name])
+	}
+	return out
 }
 
 // deletes: some of writes delete a member object.

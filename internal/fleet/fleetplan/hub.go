@@ -7,9 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet"
+	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 )
@@ -32,10 +35,19 @@ type hub struct {
 	members   []*fleetsim.Member
 	byName    map[string]*fleetsim.Member
 	rounds    int
+	// wave counts the rounds on the changed workload (0 before the change),
+	// as Input.Lose counts them.
+	wave    int
+	changed bool
+	// unreachable are the clusters the hub cannot reach (Input.Lose), and
+	// failed the writes to them a round made (none: it writes only to the
+	// members it read).
+	unreachable map[string]bool
+	failed      []round.Write
 }
 
 func newHub(in Input) *hub {
-	h := &hub{in: in, byName: map[string]*fleetsim.Member{}}
+	h := &hub{in: in, byName: map[string]*fleetsim.Member{}, unreachable: map[string]bool{}}
 	h.placement, h.sets, h.bindings = in.Placement, in.Sets, in.Bindings
 	if h.placement == nil {
 		h.placement, h.sets, h.bindings = defaultPlacement(workload(in.Workload, 0))
@@ -55,6 +67,7 @@ func newHub(in Input) *hub {
 			}}},
 		})
 		m := fleetsim.NewMember(c.Name)
+		m.Late = in.Late[c.Name]
 		h.members = append(h.members, m)
 		h.byName[c.Name] = m
 	}
@@ -77,21 +90,29 @@ func workload(fw *fleetv1alpha1.FederatedWorkload, generation int64) *fleetv1alp
 func (h *hub) rest(from *fleetv1alpha1.FederatedWorkload) error {
 	h.fw = workload(from, 1)
 	h.place(h.in.Before)
-	for range maxSetupRounds {
+	// Each report a late member makes reaches the hub that many rounds on.
+	most := maxSetupRounds
+	for _, n := range h.in.Late {
+		most = max(most, maxSetupRounds*(n+1))
+	}
+	for range most {
 		before := h.state()
 		out, err := h.round()
 		if err != nil {
 			return err
 		}
+		if out.Stuck != "" {
+			return fmt.Errorf("the hub cannot plan a round: %s", progressingMessage(out.Status))
+		}
 		if err := h.act(); err != nil {
 			return err
 		}
 		h.settle()
-		if out.Plan.Done && h.state() == before {
+		if out.Plan.Done && h.state() == before && !h.pending() {
 			return nil
 		}
 	}
-	return fmt.Errorf("the members did not come to rest on the current FederatedWorkload in %d rounds", maxSetupRounds)
+	return fmt.Errorf("the members did not come to rest on the current FederatedWorkload in %d rounds", most)
 }
 
 // change is the user's edit: the workload after it, with the status the hub
@@ -105,6 +126,7 @@ func (h *hub) change(to *fleetv1alpha1.FederatedWorkload) {
 	h.fw = workload(to, gen)
 	h.fw.Status = st
 	h.place(nil)
+	h.changed = true
 }
 
 // place makes the placement's decisions hold clusters (nil: Input.Clusters);
@@ -135,18 +157,31 @@ func merged(into, from map[string]string) map[string]string {
 	return out
 }
 
-// round runs one round of the hub, reading every member, and delivers its
-// writes: the status it computes is the workload's from now on.
+// round runs one round of the hub, reading every member it can reach, and
+// delivers its writes: the status it computes is the workload's from now on.
+// A round that cannot be planned (Output.Stuck) writes nothing.
 func (h *hub) round() (round.Output, error) {
-	in := round.Input{
-		Workload: h.fw, Placement: h.placement, Sets: h.sets, Bindings: h.bindings, MemberClusters: h.clusters,
-		Now: epoch.Add(time.Duration(h.rounds) * h.in.Startup), RolloutPoll: h.in.Startup, Resync: h.in.Startup,
-	}
+	now := epoch.Add(time.Duration(h.rounds) * h.in.Startup)
 	h.rounds++
-	in.Placed = h.placed
+	if h.changed {
+		h.wave++
+		h.cutOff(now)
+	}
+	// The MemberClusters as they are now: a round kept by OnRound keeps them
+	// so (cutOff replaces a condition list, never changes one).
+	in := round.Input{
+		Workload: h.fw, Placement: h.placement, Sets: h.sets, Bindings: h.bindings, MemberClusters: slices.Clone(h.clusters),
+		Now: now, RolloutPoll: h.in.Startup, Resync: h.in.Startup,
+	}
+	in.Placed = h.placedNow()
 	reads := round.ReadsOf(in)
 	in.Members = make(map[string]round.Observed, len(reads.Clusters))
 	for _, name := range reads.Clusters {
+		if h.unreachable[name] {
+			// A read that fails: the controller leaves the member out of
+			// Members, as it does any member it could not read (observe).
+			continue
+		}
 		m := h.byName[name]
 		obs := round.Observed{Read: true, Object: m.Get()}
 		if reads.ReplicaSets && obs.Object != nil {
@@ -155,39 +190,132 @@ func (h *hub) round() (round.Output, error) {
 		in.Members[name] = obs
 	}
 	out := round.Plan(in)
-	if out.Stuck != "" {
-		return out, fmt.Errorf("the hub cannot plan a round: %s", progressingMessage(out.Status))
-	}
-	if len(out.Unwritable) > 0 {
-		return out, fmt.Errorf("the hub cannot build member objects: %s", strings.Join(out.Unwritable, "; "))
-	}
 	for _, m := range h.members {
 		m.Received = nil
+	}
+	h.failed = nil
+	if out.Stuck == "" && len(out.Unwritable) > 0 {
+		return out, fmt.Errorf("the hub cannot build member objects: %s", strings.Join(out.Unwritable, "; "))
 	}
 	for _, w := range out.Writes {
 		if err := h.deliver(w); err != nil {
 			return out, err
 		}
 	}
-	if h.in.OnRound != nil {
-		rd := Round{In: in, Out: out, Received: map[string][]fleetsim.Request{}}
-		for _, m := range h.members {
-			if len(m.Received) > 0 {
-				rd.Received[m.Name] = m.Received
-			}
-		}
-		h.in.OnRound(rd)
-	}
+	h.report(in, out)
 	h.fw.Status = out.Status
 	return out, nil
 }
 
+// report shows the round to Input.OnRound.
+func (h *hub) report(in round.Input, out round.Output) {
+	if h.in.OnRound == nil {
+		return
+	}
+	rd := Round{In: in, Out: out, Wave: h.wave, Received: map[string][]fleetsim.Request{}, Failed: h.failed}
+	for _, m := range h.members {
+		if len(m.Received) > 0 {
+			rd.Received[m.Name] = m.Received
+		}
+		if h.unreachable[m.Name] {
+			rd.Unreachable = append(rd.Unreachable, m.Name)
+		}
+	}
+	h.in.OnRound(rd)
+}
+
+// cutOff makes the clusters Input.Lose loses at this wave unreachable from
+// now on: their MemberCluster turns Ready=False, reason Unreachable, since
+// now, as the hub's probe (the MemberCluster controller) leaves a member that
+// stops answering. The round reads that as the real hub's does.
+func (h *hub) cutOff(now time.Time) {
+	for i := range h.clusters {
+		mc := &h.clusters[i]
+		if w, ok := h.in.Lose[mc.Name]; !ok || w != h.wave {
+			continue
+		}
+		h.unreachable[mc.Name] = true
+		conds := slices.Clone(mc.Status.Conditions)
+		meta.SetStatusCondition(&conds, metav1.Condition{
+			Type: string(fleetv1alpha1.MemberClusterReady), Status: metav1.ConditionFalse,
+			Reason:             string(fleetv1alpha1.MemberClusterReasonUnreachable),
+			Message:            fmt.Sprintf("cannot reach %s: lost at wave %d (lockstep plan --lose)", mc.Name, h.wave),
+			LastTransitionTime: metav1.NewTime(now),
+		})
+		mc.Status.Conditions = conds
+	}
+}
+
+// placedNow are the clusters the placement's decisions hold this round: the
+// placed ones its controller still selects. It drops a MemberCluster that is
+// not Ready (fleet.Selectable, the test fleet.Select makes), here at once.
+func (h *hub) placedNow() []string {
+	out := []string{}
+	for _, name := range h.placed {
+		if mc := h.memberCluster(name); mc != nil && fleet.Selectable(mc) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (h *hub) memberCluster(name string) *fleetv1alpha1.MemberCluster {
+	for i := range h.clusters {
+		if h.clusters[i].Name == name {
+			return &h.clusters[i]
+		}
+	}
+	return nil
+}
+
+// pending: a later round may decide otherwise though nothing moved: an
+// unreachable cluster was not yet lost at the last round (its
+// memberLostTimeoutSeconds still runs), or a late member's reports have yet
+// to reach the hub.
+func (h *hub) pending() bool {
+	last := epoch.Add(time.Duration(h.rounds-1) * h.in.Startup)
+	timeout := lostTimeout(h.fw)
+	for name := range h.unreachable {
+		c := meta.FindStatusCondition(h.memberCluster(name).Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
+		if last.Sub(c.LastTransitionTime.Time) < timeout {
+			return true
+		}
+	}
+	return slices.ContainsFunc(h.members, func(m *fleetsim.Member) bool { return m.ReportsInFlight() })
+}
+
+// unreached is what the round out saw of each cluster it could not reach.
+func (h *hub) unreached(out round.Output) []Unreached {
+	var us []Unreached
+	for _, name := range slices.Sorted(maps.Keys(h.unreachable)) {
+		u := Unreached{Cluster: name, Reach: align.Lost, Forgotten: true}
+		i := slices.IndexFunc(out.Plan.Members, func(mp align.MemberPlan) bool { return mp.Name == name })
+		planned := i >= 0
+		var mp align.MemberPlan
+		if planned {
+			mp = out.Plan.Members[i]
+		}
+		if i := slices.IndexFunc(out.Members, func(v round.MemberView) bool { return v.Name == name }); i >= 0 && planned {
+			v := out.Members[i]
+			u.Reach, u.Share, u.Forgotten = v.Reach, v.Desired, false
+			u.Unavailable, u.Surge = mp.Unavailable, mp.Surge
+			u.WrittenOff = v.Reach == align.Lost && v.Target == 0
+		}
+		us = append(us, u)
+	}
+	return us
+}
+
 // deliver makes one write of the hub to its member, as the hub's controller
-// does.
+// does. A write to a member the hub cannot reach fails (and is recorded).
 func (h *hub) deliver(w round.Write) error {
 	m := h.byName[w.Cluster]
 	if m == nil {
 		return fmt.Errorf("a write to %s, which is no member", w.Cluster)
+	}
+	if h.unreachable[w.Cluster] {
+		h.failed = append(h.failed, w)
+		return nil
 	}
 	switch w.Op {
 	case round.Create:

@@ -3,10 +3,12 @@ package fleetsim
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -48,6 +50,27 @@ type Member struct {
 	// Received are the requests the member got, in order; the caller may
 	// clear it.
 	Received []Request
+	// Late is how many reports what the hub reads of the member trails by:
+	// Get and ReplicaSets show what its controllers wrote that many Reports
+	// before (its status, a Deployment's revision annotation and its
+	// ReplicaSets), as for a member whose status reaches the hub late. Its
+	// controllers act on the object as it is, and the hub's writes land at
+	// once.
+	Late int
+	// reports are the last Late+2 reports, the newest last: those the hub
+	// reads next and the one it read last.
+	reports []report
+}
+
+// report is what a member's controllers wrote at one Report: all the hub
+// reads of the object that they, not the hub, write.
+type report struct {
+	uid types.UID
+	// status is the object's status, revision a Deployment's revision
+	// annotation ("" for none).
+	status      map[string]any
+	revision    string
+	replicaSets []unstructured.Unstructured
 }
 
 // Request is one write a member received.
@@ -77,12 +100,59 @@ func NewMember(name string) *Member {
 	return &Member{Name: name}
 }
 
-// Get is the member object as a read returns it, nil when there is none.
+// Get is the member object as a read returns it, nil when there is none. A
+// late member's shows the report of Late Reports before (none yet: no status).
 func (m *Member) Get() *unstructured.Unstructured {
 	if m.obj == nil {
 		return nil
 	}
-	return m.obj.DeepCopy()
+	o := m.obj.DeepCopy()
+	if m.Late > 0 {
+		r := m.seen()
+		delete(o.Object, "status")
+		if r.status != nil {
+			o.Object["status"] = runtime.DeepCopyJSON(r.status)
+		}
+		ann := o.GetAnnotations()
+		delete(ann, deploymentRevision)
+		if r.revision != "" {
+			ann = merged(ann, map[string]string{deploymentRevision: r.revision})
+		}
+		o.SetAnnotations(ann)
+	}
+	return o
+}
+
+// seen is the report the hub reads now: the one Late Reports before, of the
+// object there is now; the zero report when there is none.
+func (m *Member) seen() report {
+	i := len(m.reports) - 1 - m.Late
+	if m.obj == nil || i < 0 || m.reports[i].uid != m.obj.GetUID() {
+		return report{}
+	}
+	return m.reports[i]
+}
+
+// ReportsInFlight: a late member's reads have yet to settle: the reports
+// from the one the hub read last to the latest are not all alike, so a later
+// read shows the hub something new though the member stays still.
+func (m *Member) ReportsInFlight() bool {
+	if m.Late == 0 || len(m.reports) == 0 || m.obj == nil {
+		return false
+	}
+	// After a Report, the hub's last read showed reports[len-2-Late].
+	first := len(m.reports) - 2 - m.Late
+	if first < 0 {
+		return true // the hub has not read the first report yet
+	}
+	last := m.reports[len(m.reports)-1]
+	for _, r := range m.reports[first:] {
+		if r.uid != last.uid || r.revision != last.revision ||
+			!equality.Semantic.DeepEqual(r.status, last.status) || !equality.Semantic.DeepEqual(r.replicaSets, last.replicaSets) {
+			return true
+		}
+	}
+	return false
 }
 
 // Create makes the member object; it fails when one exists.
@@ -212,6 +282,7 @@ func (m *Member) Report() {
 	if m.obj == nil {
 		return
 	}
+	defer m.keepReport()
 	rev := revisionOf(m.obj)
 	if m.dep != nil {
 		_ = unstructured.SetNestedField(m.obj.Object, m.deploymentStatus(), "status")
@@ -231,9 +302,34 @@ func (m *Member) Report() {
 	}
 }
 
+// keepReport keeps what Report wrote for a late member's reads, the last
+// Late+2 reports.
+func (m *Member) keepReport() {
+	if m.Late == 0 {
+		return
+	}
+	st, _, _ := unstructured.NestedMap(m.obj.Object, "status")
+	m.reports = append(m.reports, report{uid: m.obj.GetUID(), status: st,
+		revision: m.obj.GetAnnotations()[deploymentRevision], replicaSets: m.replicaSetsNow()})
+	if n := len(m.reports) - (m.Late + 2); n > 0 {
+		m.reports = slices.Delete(m.reports, 0, n)
+	}
+}
+
 // ReplicaSets are a Deployment member's ReplicaSets, as its controllers left
-// them.
+// them (a late member's: as the hub reads them, Late Reports before).
 func (m *Member) ReplicaSets() []unstructured.Unstructured {
+	if m.Late > 0 {
+		var out []unstructured.Unstructured
+		for _, rs := range m.seen().replicaSets {
+			out = append(out, *rs.DeepCopy())
+		}
+		return out
+	}
+	return m.replicaSetsNow()
+}
+
+func (m *Member) replicaSetsNow() []unstructured.Unstructured {
 	if m.obj == nil || m.dep == nil {
 		return nil
 	}
