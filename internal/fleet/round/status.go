@@ -59,7 +59,12 @@ func summarize(unit string, replicas int32, paused bool, views []MemberView, pla
 		waits = append(waits, fmt.Sprintf("%s of the new division cannot move yet (each cluster says why)", plural(plan.SharesHeld, unit)))
 	}
 	if plan.WholeShareShortfall > 0 {
-		waits = append(waits, fmt.Sprintf("%s stay on the old revision: no Deployment member's whole share fits the partition", plural(plan.WholeShareShortfall, unit)))
+		verb := "stay"
+		if plan.WholeShareShortfall == 1 {
+			verb = "stays"
+		}
+		waits = append(waits, fmt.Sprintf("%s allowed on the new revision %s on the old one: a Deployment member takes its whole share or none, and no member's whole share fits",
+			plural(plan.WholeShareShortfall, unit), verb))
 	}
 
 	avail := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadAvailable), Status: metav1.ConditionTrue, Reason: string(fleetv1alpha1.FederatedWorkloadReasonMinimumAvailable),
