@@ -8,7 +8,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -119,7 +121,7 @@ func (c Chart) Write(w io.Writer) error {
 			labels[m] = true
 			fmt.Fprintf(&b, `<line class="mark" x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`+"\n", left, y(m), x(c.XMax), y(m), Grey)
 		}
-		for v := range labels {
+		for _, v := range slices.Sorted(maps.Keys(labels)) { // the same SVG every run
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#4a5568">%s</text>`+"\n", left-6, y(v)+4, trim(v))
 		}
 		for _, l := range p.Lines {
