@@ -213,6 +213,14 @@ demo: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) build ## Local cluster, operator and a n
 demo-down: $(KWOK_BINS) ## Stop the demo's operator and delete its cluster.
 	BIN=$(BIN) DEV=$(DEV) hack/demo.sh down
 
+.PHONY: demo-fleet
+demo-fleet: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) build ## Local fleet (a hub, 3 members), `lockstep hub`, an operator per member and a narrated fleet rollout with a member unreachable mid-way (DEMO_AUTO=1: unattended; DEMO_KEEP=1: leave it running).
+	BIN=$(BIN) DEV=$(DEV) hack/demo-fleet.sh
+
+.PHONY: demo-fleet-down
+demo-fleet-down: $(KWOK_BINS) ## Stop the fleet demo's hub and operators and delete its clusters and files.
+	BIN=$(BIN) DEV=$(DEV) hack/demo-fleet.sh down
+
 .PHONY: dev-up
 dev-up: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Start the local Kubernetes 1.36 cluster (kwok) and write .dev/kubeconfig.
 	BIN=$(BIN) DEV=$(DEV) hack/dev/up.sh
