@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -90,6 +92,10 @@ func newScheme() *runtime.Scheme {
 }
 
 func (s *session) connect() error {
+	// The plugin speaks through its own output; the informers' log lines
+	// (a watch broken while the apiserver goes away, say) are not for its
+	// user, and without a logger controller-runtime prints a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	cfg, err := s.flags.ToRESTConfig()
 	if err != nil {
 		return usage("%v", err)
