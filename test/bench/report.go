@@ -43,13 +43,7 @@ func WriteTable(w io.Writer, pairs []Pair) {
 }
 
 func controllerOnly(w Writes) Writes {
-	out := Writes{}
-	for k, v := range w {
-		if !lifecycle(k) && !endpoints(k) {
-			out[k] = v
-		}
-	}
-	return out
+	return w.filter(func(k string) bool { return !lifecycle(k) && !endpoints(k) })
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

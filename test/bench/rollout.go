@@ -100,17 +100,7 @@ func (r *Runner) podTemplate(tag string) corev1.PodTemplateSpec {
 
 // Deployment rolls a Deployment of r.Pods from v1 to v2 under s.
 func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Result, error) {
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(r.Pods)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench", "bench": name}},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable}},
-			Template: r.podTemplate("v1"),
-		},
-	}
-	d.Spec.Template.Labels["bench"] = name
+	d := NewDeployment(r.Namespace, name, r.Pods, s, r.podTemplate("v1"))
 	if err := r.Client.Create(ctx, d); err != nil {
 		return Result{}, fmt.Errorf("creating Deployment %s: %w", name, err)
 	}
@@ -119,10 +109,7 @@ func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Resul
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
 			return false, err
 		}
-		st := cur.Status
-		n := int32(r.Pods)
-		// the Deployment controller's own notion of a finished rollout
-		return st.ObservedGeneration >= cur.Generation && st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n, nil
+		return DeploymentRolledOut(&cur, r.Pods), nil
 	}
 	roll := func(ctx context.Context) error {
 		// the controller writes status meanwhile: read again on a conflict
@@ -131,7 +118,7 @@ func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Resul
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), &cur); err != nil {
 				return err
 			}
-			cur.Spec.Template.Spec.Containers[0].Image = benchImage + ":v2"
+			RetagPod(&cur.Spec.Template.Spec, "v2")
 			return r.Client.Update(ctx, &cur)
 		})
 	}
@@ -145,19 +132,7 @@ func (r *Runner) Deployment(ctx context.Context, name string, s Strategy) (Resul
 // Lockstep rolls a PodCliqueSet of one standalone clique of r.Pods from v1 to
 // v2 under s.
 func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result, error) {
-	pcs := &v1alpha1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name},
-		Spec: v1alpha1.PodCliqueSetSpec{
-			Replicas:             ptr.To[int32](1),
-			PodReplacementPolicy: r.Replacement,
-			SurgePlacement:       s.SurgePlacement,
-			Template: v1alpha1.PodCliqueSetTemplateSpec{Cliques: []v1alpha1.PodCliqueTemplateSpec{{
-				Name: "server", Replicas: int32(r.Pods), MinAvailable: ptr.To[int32](1),
-				UpdateStrategy: &v1alpha1.ComponentUpdateStrategy{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable},
-				Template:       r.podTemplate("v1"),
-			}}},
-		},
-	}
+	pcs := NewPodCliqueSet(r.Namespace, name, r.Pods, s, r.Replacement, r.podTemplate("v1"))
 	if err := r.Client.Create(ctx, pcs); err != nil {
 		return Result{}, fmt.Errorf("creating PodCliqueSet %s: %w", name, err)
 	}
@@ -168,15 +143,10 @@ func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result,
 			return false, err
 		}
 		var pclq v1alpha1.PodClique
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: naming.PodClique(name, 0, "server")}, &pclq); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: naming.PodClique(name, 0, Clique)}, &pclq); err != nil {
 			return false, err
 		}
-		st, n := cur.Status, int32(r.Pods)
-		// Lockstep's own notion of a finished rollout (the update revision
-		// current), with every pod of the clique updated and available, as the
-		// Deployment's counts say of its pods
-		return st.ObservedGeneration >= cur.Generation && st.UpdateRevision != from && st.CurrentRevision == st.UpdateRevision &&
-			pclq.Status.UpdatedReplicas == n && pclq.Status.AvailableReplicas == n && pclq.Status.Replicas == n, nil
+		return PodCliqueSetRolledOut(&cur, &pclq, r.Pods, from), nil
 	}
 	roll := func(ctx context.Context) error {
 		// the controller writes status meanwhile: read again on a conflict
@@ -186,7 +156,7 @@ func (r *Runner) Lockstep(ctx context.Context, name string, s Strategy) (Result,
 				return err
 			}
 			from = cur.Status.UpdateRevision
-			cur.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = benchImage + ":v2"
+			RetagImages(&cur.Spec, "v2")
 			return r.Client.Update(ctx, &cur)
 		})
 	}
@@ -321,13 +291,78 @@ func (r *Runner) Set(ctx context.Context, pcs *v1alpha1.PodCliqueSet, ideal time
 // RetagImages gives every container of every clique the image tag tag.
 func RetagImages(spec *v1alpha1.PodCliqueSetSpec, tag string) {
 	for i := range spec.Template.Cliques {
-		cs := spec.Template.Cliques[i].Template.Spec.Containers
-		for j := range cs {
-			image := cs[j].Image
-			if k := strings.LastIndex(image, ":"); k > strings.LastIndex(image, "/") {
-				image = image[:k]
-			}
-			cs[j].Image = image + ":" + tag
-		}
+		RetagPod(&spec.Template.Cliques[i].Template.Spec, tag)
 	}
+}
+
+// RetagPod gives every container of a pod spec the image tag tag.
+func RetagPod(spec *corev1.PodSpec, tag string) {
+	for j := range spec.Containers {
+		image := spec.Containers[j].Image
+		if k := strings.LastIndex(image, ":"); k > strings.LastIndex(image, "/") {
+			image = image[:k]
+		}
+		spec.Containers[j].Image = image + ":" + tag
+	}
+}
+
+// NewDeployment is a Deployment of pods replicas of tmpl, rolled under s. Its
+// selector is the label bench=name, added to the template's labels.
+func NewDeployment(ns, name string, pods int, s Strategy, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+	tmpl = *tmpl.DeepCopy()
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	tmpl.Labels["bench"] = name
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(pods)),
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(tmpl.Labels)},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable}},
+			Template: tmpl,
+		},
+	}
+}
+
+// NewPodCliqueSet is a PodCliqueSet of one replica of one standalone clique,
+// "server", of pods replicas of tmpl, rolled under s with the given
+// podReplacementPolicy ("" leaves the default).
+func NewPodCliqueSet(ns, name string, pods int, s Strategy, replacement v1alpha1.PodReplacementPolicy, tmpl corev1.PodTemplateSpec) *v1alpha1.PodCliqueSet {
+	return &v1alpha1.PodCliqueSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.PodCliqueSetSpec{
+			Replicas:             ptr.To[int32](1),
+			PodReplacementPolicy: replacement,
+			SurgePlacement:       s.SurgePlacement,
+			Template: v1alpha1.PodCliqueSetTemplateSpec{Cliques: []v1alpha1.PodCliqueTemplateSpec{{
+				Name: Clique, Replicas: int32(pods), MinAvailable: ptr.To[int32](1),
+				UpdateStrategy: &v1alpha1.ComponentUpdateStrategy{MaxSurge: &s.MaxSurge, MaxUnavailable: &s.MaxUnavailable},
+				Template:       *tmpl.DeepCopy(),
+			}}},
+		},
+	}
+}
+
+// Clique is the one clique of a PodCliqueSet made by NewPodCliqueSet.
+const Clique = "server"
+
+// DeploymentRolledOut is the Deployment controller's own notion of a finished
+// rollout: its status has seen the latest spec and counts every one of pods
+// updated and available.
+func DeploymentRolledOut(d *appsv1.Deployment, pods int) bool {
+	st, n := d.Status, int32(pods)
+	return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == n && st.AvailableReplicas == n && st.Replicas == n
+}
+
+// PodCliqueSetRolledOut is Lockstep's own notion of a finished rollout of a
+// PodCliqueSet made by NewPodCliqueSet (its update revision, no longer from,
+// current), with every one of pods of its clique, pclq, updated and available,
+// as a Deployment's counts say of its pods. from is the update revision before
+// the template changed ("" for a new PodCliqueSet).
+func PodCliqueSetRolledOut(pcs *v1alpha1.PodCliqueSet, pclq *v1alpha1.PodClique, pods int, from string) bool {
+	st, n := pcs.Status, int32(pods)
+	return st.ObservedGeneration >= pcs.Generation && st.UpdateRevision != "" && st.UpdateRevision != from && st.CurrentRevision == st.UpdateRevision &&
+		pclq.Status.UpdatedReplicas == n && pclq.Status.AvailableReplicas == n && pclq.Status.Replicas == n
 }

@@ -7,6 +7,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -110,10 +111,55 @@ func endpoints(key string) bool {
 	return key == "endpoints" || key == "endpointslices.discovery.k8s.io"
 }
 
+// events are Event writes, core/v1 and events.k8s.io alike: every component
+// writes them (the scheduler one per pod it binds), throttled and merged by
+// each client's event broadcaster.
+func events(key string) bool {
+	return key == "events" || key == "events.events.k8s.io"
+}
+
 // Controller is the sum of the writes the rollout's controller made itself:
 // everything but the pod lifecycle's and the Service endpoints'.
 func (w Writes) Controller() float64 {
 	return w.sum(func(k string) bool { return !lifecycle(k) && !endpoints(k) })
+}
+
+// Objects is Controller without the Event writes: what the controller wrote
+// to the objects it manages (and the harness's own writes to them).
+func (w Writes) Objects() float64 { return w.sum(object) }
+
+// Events is the sum of the Event writes.
+func (w Writes) Events() float64 { return w.sum(events) }
+
+// Plus is both counts together.
+func (w Writes) Plus(other Writes) Writes {
+	out := maps.Clone(w)
+	if out == nil {
+		out = Writes{}
+	}
+	for k, v := range other {
+		out[k] += v
+	}
+	return out
+}
+
+// object keeps the writes Objects counts.
+func object(key string) bool { return !lifecycle(key) && !endpoints(key) && !events(key) }
+
+// filter keeps the writes to the resources keep accepts.
+func (w Writes) filter(keep func(string) bool) Writes {
+	out := Writes{}
+	for k, v := range w {
+		if keep(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// WithoutLifecycle leaves out the pod lifecycle's writes.
+func (w Writes) WithoutLifecycle() Writes {
+	return w.filter(func(k string) bool { return !lifecycle(k) })
 }
 
 // Lifecycle is the sum of the pod lifecycle's writes.

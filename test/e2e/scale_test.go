@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -17,14 +18,16 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
+	"github.com/lockstep-dev/lockstep/internal/naming"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 	"github.com/lockstep-dev/lockstep/test/bench"
 )
@@ -42,72 +45,73 @@ const (
 	envScalePhaseTimeout = "LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT"
 )
 
-// Many PodCliqueSets of one clique each are created, rolled (25%/25%) and
-// deleted together; the operator's own metrics give its writes, CPU seconds and
-// reconcile latency, /proc its peak RSS. The figures are printed, not
-// asserted (speed is measured, not tested); the test asserts that every phase
-// finishes and that a settled cluster gets no write from the operator.
+// The shape both controllers roll in TestBench_Scale: pods ready exactly
+// scaleReadyDelay after they are bound, 25%/25%.
+const (
+	scaleImage      = "lockstep-bench/scale"
+	scaleReadyDelay = time.Second
+)
+
+var scaleStrategy = bench.Strategy{Name: "maxSurge 25%, maxUnavailable 25%",
+	MaxSurge: intstr.FromString("25%"), MaxUnavailable: intstr.FromString("25%")}
+
+func scaleTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "scale"},
+			Annotations: map[string]string{readyDelayAnnotation: scaleReadyDelay.String()}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: scaleImage + ":v1"}}},
+	}
+}
+
+// The same shape twice on one cluster, one side after the other: N
+// Deployments of P pods (rolled by kube-controller-manager), then N
+// PodCliqueSets of one clique of P pods (rolled by Lockstep), with the same
+// budget and ready delay. Each side is created, rolled and deleted all
+// together; the two are printed side by side: each phase's time, the
+// apiserver's writes per pod (test/bench's rules), the controller's CPU
+// seconds and peak RSS (/proc). Between the sides, the operator's memory
+// beside the Deployments' pods, which it does not cache. The figures are
+// printed, not asserted (speed is measured, not tested); the test asserts that
+// every phase finishes and that a settled cluster gets no write from the
+// operator.
 func TestBench_Scale(t *testing.T) {
 	sets, pods := envInt(t, envScaleSets, 2), envInt(t, envScalePods, 10)
 	idle := envDuration(t, envScaleIdle, 5*time.Second)
-	phaseTimeout := envDuration(t, envScalePhaseTimeout, 30*time.Minute)
 	ctx := t.Context()
 	// Each simulated node takes 1000 pods; leave room for the surge.
 	if err := testCluster.SetNodes(ctx, max(2, (sets*pods*5/4+999)/1000)); err != nil {
 		t.Fatal(err)
 	}
-	ns := newNamespace(t, "scale")
-	total := sets * pods
-	start, err := scrapeOperator(ctx)
+	kcm, err := testCluster.ComponentPID("kube-controller-manager")
 	if err != nil {
 		t.Fatal(err)
 	}
-	startServed, err := scrapeAPIServerWrites(ctx)
-	if err != nil {
-		t.Fatal(err)
+	op := testOperator.pid()
+	if op == 0 {
+		t.Fatal("the operator is not running")
 	}
-	phases := []struct {
-		name string
-		took time.Duration
-	}{}
-	// report prints the phases done and the operator's figures since start;
-	// a run that fails still tells what it measured.
+	b := &scaleBench{t: t, sets: sets, pods: pods,
+		timeout: envDuration(t, envScalePhaseTimeout, 30*time.Minute),
+		// Listing every pod every 50 ms would load the apiserver of a large
+		// run: 1 s at 10,000 pods.
+		poll: min(max(time.Duration(sets*pods)*100*time.Microsecond, 50*time.Millisecond), time.Second)}
+	awaitNoNamespaceTerminating(t)
+	rep := bench.ScaleReport{Sets: sets, Pods: pods, Budget: scaleStrategy.Name, ReadyDelay: scaleReadyDelay, QPS: clientQPS(t, kcm, op)}
+	var notes []string
+	var lockstepStarted bool
+	var opStart operatorScrape
+	var servedStart histogram
+	// report prints what was measured; a run that fails still tells it.
 	report := func(ctx context.Context, settled string) {
-		end, err := scrapeOperator(ctx)
-		if err != nil {
-			t.Errorf("reading the operator's metrics: %v", err)
-			return
+		var out bytes.Buffer
+		rep.Write(&out)
+		for _, n := range notes {
+			fmt.Fprintf(&out, "  %s\n", n)
 		}
-		endServed, err := scrapeAPIServerWrites(ctx)
-		if err != nil {
-			t.Errorf("reading the apiserver's metrics: %v", err)
-			return
+		if lockstepStarted {
+			lockstepFigures(ctx, &out, opStart, servedStart, sets*pods, settled)
 		}
-		rss, err := testOperator.currentPeakRSS()
-		if err != nil {
-			t.Errorf("reading the operator's peak RSS: %v", err)
-			return
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d PodCliqueSets × %d pods (%d pods):\n", sets, pods, total)
-		for _, p := range phases {
-			fmt.Fprintf(&b, "  %-62s %8.1f s\n", p.name, p.took.Seconds())
-		}
-		rec := end.reconcile.minus(start.reconcile)
-		p50, p99 := rec.quantile(0.5), rec.quantile(0.99)
-		fmt.Fprintf(&b, "  reconcile latency (every controller)  p50 %s  p99 %s\n", fmtSeconds(p50), fmtSeconds(p99))
-		// What a reconcile's time is made of: its writes' round trips, and
-		// the wait for the client's own rate limit before them.
-		req, wait := end.requests.minus(start.requests), end.throttled.minus(start.throttled)
-		served := endServed.minus(startServed)
-		fmt.Fprintf(&b, "  operator write latency  p50 %s  p99 %s; wait for its rate limit (every request)  p50 %s  p99 %s\n",
-			fmtSeconds(req.quantile(0.5)), fmtSeconds(req.quantile(0.99)), fmtSeconds(wait.quantile(0.5)), fmtSeconds(wait.quantile(0.99)))
-		fmt.Fprintf(&b, "  apiserver latency of every write it served (kwok, scheduler, controllers, operator)  p50 %s  p99 %s\n",
-			fmtSeconds(served.quantile(0.5)), fmtSeconds(served.quantile(0.99)))
-		fmt.Fprintf(&b, "  operator writes  %.0f (%.2f per pod created, rolled and deleted)%s\n",
-			end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
-		fmt.Fprintf(&b, "  operator CPU  %.1f s; peak RSS %.0f MiB\n", end.cpu-start.cpu, float64(rss)/(1<<20))
-		t.Log(b.String())
+		t.Log(out.String())
 	}
 	finished := false
 	t.Cleanup(func() {
@@ -117,158 +121,510 @@ func TestBench_Scale(t *testing.T) {
 			report(ctx, "; the run stopped before the settled window")
 		}
 	})
-	phase := func(name string, act func() error, done func(context.Context) (bool, string, error)) {
-		t.Helper()
-		began := time.Now()
-		if err := act(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		eventuallyState(t, phaseTimeout, name, done)
-		phases = append(phases, struct {
-			name string
-			took time.Duration
-		}{name, time.Since(began)})
-		t.Logf("%s: %s", name, time.Since(began).Round(100*time.Millisecond))
-	}
 
-	names := make([]string, sets)
-	for i := range names {
-		names[i] = fmt.Sprintf("scale-%03d", i)
-	}
-	cliquesAt := func(image string) func(context.Context) (bool, string, error) {
-		return func(ctx context.Context) (bool, string, error) {
-			var list v1alpha1.PodCliqueList
-			if err := testCluster.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return false, "", err
-			}
-			settled := 0
-			for i := range list.Items {
-				st := &list.Items[i].Status
-				if st.ObservedGeneration == list.Items[i].Generation && st.Replicas == int32(pods) && st.UpdatedReplicas == int32(pods) && st.AvailableReplicas == int32(pods) &&
-					list.Items[i].Spec.Template.Spec.Containers[0].Image == image {
-					settled++
-				}
-			}
-			if settled < sets {
-				return false, fmt.Sprintf("%d of %d PodCliques settled on %s", settled, sets, image), nil
-			}
-			// and so have the PodCliqueSets, with no pod left terminating
-			var setList v1alpha1.PodCliqueSetList
-			if err := testCluster.Client.List(ctx, &setList, client.InNamespace(ns)); err != nil {
-				return false, "", err
-			}
-			for i := range setList.Items {
-				pcs := &setList.Items[i]
-				if st := &pcs.Status; st.ObservedGeneration != pcs.Generation || st.CurrentRevision != st.UpdateRevision ||
-					st.UpdatedReplicas != 1 || st.AvailableReplicas != 1 {
-					return false, fmt.Sprintf("PodCliqueSet %s not settled: %+v", pcs.Name, pcs.Status), nil
-				}
-			}
-			var podList corev1.PodList
-			if err := testCluster.Client.List(ctx, &podList, client.InNamespace(ns)); err != nil {
-				return false, "", err
-			}
-			if len(podList.Items) != total {
-				return false, fmt.Sprintf("%d pods, %d wanted", len(podList.Items), total), nil
-			}
-			return true, "", nil
-		}
-	}
-	phase(fmt.Sprintf("create %d PodCliqueSets × %d pods, to all ready", sets, pods), func() error {
-		for _, n := range names {
-			if err := testCluster.Client.Create(ctx, benchSet(ns, n, pods)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, cliquesAt(scaleImage+":v1"))
-	phase("roll every PodCliqueSet (25%/25%), to all updated and ready", func() error {
-		for _, n := range names {
-			var pcs v1alpha1.PodCliqueSet
-			if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &pcs); err != nil {
-				return err
-			}
-			pcs.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image = scaleImage + ":v2"
-			if err := testCluster.Client.Update(ctx, &pcs); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, cliquesAt(scaleImage+":v2"))
-
-	// A settled cluster: the operator must not write at all. Settled includes
-	// the status changes that only move progress, which may wait for
-	// write.StatusBatch: the window starts once the operator's writes have
-	// stood still for twice that.
-	before, err := scrapeOperator(ctx)
+	// The Deployments, rolled by kube-controller-manager. The operator's cache
+	// holds only the pods Lockstep made: beside the Deployments' pods it should
+	// stay small, and write nothing.
+	opBefore, err := scrapeOperator(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for quiet := time.Now(); time.Since(quiet) < 2*write.StatusBatch; {
+	opProcBefore := b.startPeak(op)
+	b.side(ctx, &rep.Deployment, sideRun{
+		controller: "Deployment", process: "kube-controller-manager", pid: kcm,
+		w: &scaleDeployments{ns: newNamespace(t, "scale-deploy"), pods: pods},
+		between: func(ctx context.Context) {
+			p, err := bench.ReadProc(op)
+			if err != nil {
+				t.Fatalf("reading the operator's memory: %v", err)
+			}
+			notes = append(notes, fmt.Sprintf("operator RSS beside %d foreign pods (the Deployments', rolled once; no PodCliqueSet yet): %.0f MiB now, peak %.0f MiB since the Deployments were created",
+				sets*pods, float64(p.RSS)/(1<<20), float64(p.PeakRSS)/(1<<20)))
+		},
+	})
+	if opAfter, err := scrapeOperator(ctx); err == nil {
+		cpu := math.NaN()
+		if p, err := bench.ReadProc(op); err == nil && opProcBefore != nil {
+			cpu = p.CPU - opProcBefore.CPU
+		}
+		notes = append(notes, fmt.Sprintf("operator over the Deployments' side: %.0f writes, %.1f CPU s", opAfter.writes-opBefore.writes, cpu))
+	}
+
+	// The PodCliqueSets, rolled by Lockstep. After the roll, a settled cluster:
+	// the operator must not write at all.
+	if opStart, err = scrapeOperator(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if servedStart, err = scrapeAPIServerWrites(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockstepStarted = true
+	kcmBefore, kcmErr := bench.ReadProc(kcm)
+	var idleWrites float64
+	b.side(ctx, &rep.Lockstep, sideRun{
+		controller: "Lockstep", process: "operator", pid: op,
+		w: &scaleSets{ns: newNamespace(t, "scale"), pods: pods, from: map[string]string{}},
+		// Settled includes the status changes that only move progress, which
+		// may wait for write.StatusBatch: the window starts once the
+		// operator's writes have stood still for twice that.
+		still: func(ctx context.Context) (float64, error) {
+			s, err := scrapeOperator(ctx)
+			return s.writes, err
+		},
+		between: func(ctx context.Context) {
+			before, err := scrapeOperator(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served, err := bench.ScrapeWrites(ctx, testCluster.RESTConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(idle): // the measuring window itself
+			}
+			after, err := scrapeOperator(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if idleWrites = after.writes - before.writes; idleWrites != 0 {
+				// which ones, as far as the apiserver tells
+				w, err := bench.ScrapeWrites(ctx, testCluster.RESTConfig)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Errorf("the operator wrote %v times in %s of a settled cluster (%s to %s); the apiserver's writes then, the pod lifecycle's left out: %s",
+					idleWrites, idle, began.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), w.Minus(served).WithoutLifecycle())
+			}
+		},
+	})
+	if kcmAfter, err := bench.ReadProc(kcm); err == nil && kcmErr == nil {
+		notes = append(notes, fmt.Sprintf("kube-controller-manager over the PodCliqueSets' side (their headless Services' endpoints, the garbage collector): %.1f CPU s",
+			kcmAfter.CPU-kcmBefore.CPU))
+	}
+	finished = true
+	report(ctx, fmt.Sprintf("; %.0f in %s settled", idleWrites, idle))
+}
+
+// awaitNoNamespaceTerminating waits, for a minute at most, until no namespace
+// is being deleted: the namespace controller empties one with a write for
+// every kind it could hold, which would be counted as a side's.
+func awaitNoNamespaceTerminating(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var terminating []string
+	for {
+		var list corev1.NamespaceList
+		if err := testCluster.Client.List(t.Context(), &list); err == nil {
+			terminating = terminating[:0]
+			for i := range list.Items {
+				if list.Items[i].DeletionTimestamp != nil {
+					terminating = append(terminating, list.Items[i].Name)
+				}
+			}
+			if len(terminating) == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Logf("namespaces %v still terminating after a minute: the writes that delete them may be counted", terminating)
+			return
+		}
 		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
+		case <-t.Context().Done():
+			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		now, err := scrapeOperator(ctx)
+	}
+}
+
+// lockstepFigures prints the operator's own figures since start: reconcile
+// latency, its writes' latency and its wait for its own rate limit, the
+// apiserver's latency of every write, and the operator's write count.
+func lockstepFigures(ctx context.Context, out *bytes.Buffer, start operatorScrape, startServed histogram, total int, settled string) {
+	end, err := scrapeOperator(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "  reading the operator's metrics: %v\n", err)
+		return
+	}
+	endServed, err := scrapeAPIServerWrites(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "  reading the apiserver's metrics: %v\n", err)
+		return
+	}
+	fmt.Fprintf(out, "  the PodCliqueSets' side, from the operator's metrics:\n")
+	rec := end.reconcile.minus(start.reconcile)
+	fmt.Fprintf(out, "    reconcile latency (every controller)  p50 %s  p99 %s\n", fmtSeconds(rec.quantile(0.5)), fmtSeconds(rec.quantile(0.99)))
+	// What a reconcile's time is made of: its writes' round trips, and the
+	// wait for the client's own rate limit before them.
+	req, wait := end.requests.minus(start.requests), end.throttled.minus(start.throttled)
+	fmt.Fprintf(out, "    operator write latency  p50 %s  p99 %s; wait for its rate limit (every request)  p50 %s  p99 %s\n",
+		fmtSeconds(req.quantile(0.5)), fmtSeconds(req.quantile(0.99)), fmtSeconds(wait.quantile(0.5)), fmtSeconds(wait.quantile(0.99)))
+	served := endServed.minus(startServed)
+	fmt.Fprintf(out, "    apiserver latency of every write it served (kwok, scheduler, controllers, operator)  p50 %s  p99 %s\n",
+		fmtSeconds(served.quantile(0.5)), fmtSeconds(served.quantile(0.99)))
+	fmt.Fprintf(out, "    operator writes (its own count)  %.0f (%.2f per pod created, rolled and deleted)%s\n",
+		end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
+}
+
+// clientQPS says the client rate limits of kube-controller-manager and the
+// operator, from their command lines (their defaults when not given).
+func clientQPS(t *testing.T, kcm, op int) string {
+	t.Helper()
+	limits := func(pid int, qps, burst string) string {
+		args, err := bench.ProcArgs(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now.writes != before.writes {
-			before, quiet = now, time.Now()
+		if v, ok := bench.FlagValue(args, "--kube-api-qps"); ok {
+			qps = v
+		}
+		if v, ok := bench.FlagValue(args, "--kube-api-burst"); ok {
+			burst = v
+		}
+		return qps + "/" + burst
+	}
+	// kube-controller-manager's defaults are 20/30, the operator's 50/100
+	// (cmd/lockstep).
+	k, o := limits(kcm, "20", "30"), limits(op, "50", "100")
+	s := fmt.Sprintf("client QPS/burst: kube-controller-manager %s (each of its controllers' own client), operator %s (one client for all its controllers)", k, o)
+	if k != o {
+		s += "; not equal (`make bench-scale` gives kube-controller-manager the operator's)"
+	}
+	return s
+}
+
+// scaleBench runs the sides of TestBench_Scale.
+type scaleBench struct {
+	t          *testing.T
+	sets, pods int
+	// timeout bounds each phase; poll is how often a phase's end is looked for.
+	timeout, poll time.Duration
+}
+
+// startPeak makes the process's peak RSS count from now on and returns what
+// /proc says of it now (nil when it cannot be read). For the operator, the
+// peak so far goes into its run summary first.
+func (b *scaleBench) startPeak(pid int) *bench.Proc {
+	if pid == testOperator.pid() {
+		if hwm, err := testOperator.currentPeakRSS(); err == nil {
+			testOperator.mu.Lock()
+			testOperator.peakRSS = max(testOperator.peakRSS, hwm)
+			testOperator.mu.Unlock()
 		}
 	}
-	select {
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	case <-time.After(idle): // the measuring window itself
+	if err := bench.ResetPeakRSS(pid); err != nil {
+		b.t.Logf("cannot reset the peak RSS of pid %d (it counts from the process's start): %v", pid, err)
 	}
-	after, err := scrapeOperator(ctx)
+	p, err := bench.ReadProc(pid)
+	if err != nil {
+		b.t.Logf("reading pid %d: %v", pid, err)
+		return nil
+	}
+	return &p
+}
+
+// scaleWorkload is one side's kind of workload.
+type scaleWorkload interface {
+	namespace() string
+	create(ctx context.Context, name string) error
+	// roll changes the template to the image tagged v2.
+	roll(ctx context.Context, name string) error
+	remove(ctx context.Context, name string) error
+	// rolledOut reports whether every workload's controller says all its
+	// pods are updated (at tag) and available.
+	rolledOut(ctx context.Context, sets int, tag string) (bool, string, error)
+}
+
+// sideRun is one side of TestBench_Scale.
+type sideRun struct {
+	controller, process string
+	// pid is the controller's process.
+	pid int
+	w   scaleWorkload
+	// still, when set, is a count that must stand still beside the
+	// apiserver's before a phase's writes are counted.
+	still func(context.Context) (float64, error)
+	// between runs after the roll has settled, before the delete, outside
+	// the phases (its writes and CPU are not counted).
+	between func(context.Context)
+}
+
+// side creates, rolls and deletes b.sets workloads of b.pods pods each,
+// filling res as it goes.
+func (b *scaleBench) side(ctx context.Context, res *bench.ScaleSide, r sideRun) {
+	t := b.t
+	t.Helper()
+	res.Controller, res.Process, res.CPU = r.controller, r.process, math.NaN()
+	total := b.sets * b.pods
+	names := make([]string, b.sets)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%03d", i)
+	}
+	all := func(act func(context.Context, string) error) func() error {
+		return func() error {
+			for _, n := range names {
+				if err := act(ctx, n); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	start := b.startPeak(r.pid)
+	w0 := b.quiet(ctx, r.still)
+
+	res.Create = b.phase(ctx, fmt.Sprintf("%s: create %d × %d pods, to all available", r.controller, b.sets, b.pods), all(r.w.create),
+		func(ctx context.Context) (bool, string, error) { return r.w.rolledOut(ctx, b.sets, "v1") })
+	w1 := b.quiet(ctx, r.still)
+	res.CreateWrites = w1.Minus(w0)
+
+	began := time.Now()
+	res.Roll = b.phase(ctx, r.controller+": roll, to all updated and available", all(r.w.roll),
+		func(ctx context.Context) (bool, string, error) { return r.w.rolledOut(ctx, b.sets, "v2") })
+	b.await(ctx, r.controller+": roll, to no old pod left", func(ctx context.Context) (bool, string, error) {
+		var list corev1.PodList
+		if err := testCluster.Client.List(ctx, &list, client.InNamespace(r.w.namespace())); err != nil {
+			return false, "", err
+		}
+		old := 0
+		for i := range list.Items {
+			if p := &list.Items[i]; p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != scaleImage+":v2" {
+				old++
+			}
+		}
+		return len(list.Items) == total && old == 0, fmt.Sprintf("%d pods, %d of them old or terminating", len(list.Items), old), nil
+	})
+	res.Drain = time.Since(began)
+	t.Logf("%s: roll, to no old pod left: %s", r.controller, res.Drain.Round(100*time.Millisecond))
+	w2 := b.quiet(ctx, r.still)
+	res.RollWrites = w2.Minus(w1)
+
+	var outside float64 // CPU seconds outside the phases
+	if r.between != nil {
+		p0, err0 := bench.ReadProc(r.pid)
+		r.between(ctx)
+		if p1, err1 := bench.ReadProc(r.pid); err0 == nil && err1 == nil {
+			outside = p1.CPU - p0.CPU
+		}
+	}
+	w3, err := bench.ScrapeWrites(ctx, testCluster.RESTConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := after.writes - before.writes; w != 0 {
-		t.Errorf("the operator wrote %v times in %s of a settled cluster", w, idle)
-	}
 
-	phase("delete every PodCliqueSet, to no pod left", func() error {
-		for _, n := range names {
-			pcs := &v1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
-			if err := testCluster.Client.Delete(ctx, pcs); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(ctx context.Context) (bool, string, error) {
+	res.Delete = b.phase(ctx, r.controller+": delete, to no pod left", all(r.w.remove), func(ctx context.Context) (bool, string, error) {
 		var list corev1.PodList
-		if err := testCluster.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := testCluster.Client.List(ctx, &list, client.InNamespace(r.w.namespace())); err != nil {
 			return false, "", err
 		}
 		return len(list.Items) == 0, fmt.Sprintf("%d pods left", len(list.Items)), nil
 	})
-	finished = true
-	report(ctx, fmt.Sprintf("; %.0f in %s settled", after.writes-before.writes, idle))
+	w4 := b.quiet(ctx, r.still)
+	res.DeleteWrites = w4.Minus(w3)
+
+	end, err := bench.ReadProc(r.pid)
+	if err != nil || start == nil {
+		t.Logf("%s: cannot read %s (pid %d) at the end of its side: %v", r.controller, r.process, r.pid, err)
+		return
+	}
+	res.CPU, res.PeakRSS = end.CPU-start.CPU-outside, end.PeakRSS
 }
 
-const scaleImage = "lockstep-bench/scale"
-
-// benchSet is one PodCliqueSet of one clique of pods replicas, 25%/25%.
-func benchSet(ns, name string, pods int) *v1alpha1.PodCliqueSet {
-	quarter := intstr.FromString("25%")
-	return &v1alpha1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.PodCliqueSetSpec{
-			Replicas: ptr.To[int32](1),
-			Template: v1alpha1.PodCliqueSetTemplateSpec{Cliques: []v1alpha1.PodCliqueTemplateSpec{{
-				Name: "server", Replicas: int32(pods), MinAvailable: ptr.To[int32](1),
-				UpdateStrategy: &v1alpha1.ComponentUpdateStrategy{MaxSurge: &quarter, MaxUnavailable: &quarter},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{readyDelayAnnotation: "1s"}},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: scaleImage + ":v1"}}},
-				},
-			}}},
-		},
+// phase runs act and waits until done, and returns how long that took.
+func (b *scaleBench) phase(ctx context.Context, name string, act func() error, done func(context.Context) (bool, string, error)) time.Duration {
+	b.t.Helper()
+	began := time.Now()
+	if err := act(); err != nil {
+		b.t.Fatalf("%s: %v", name, err)
 	}
+	b.await(ctx, name, done)
+	took := time.Since(began)
+	b.t.Logf("%s: %s", name, took.Round(100*time.Millisecond))
+	return took
+}
+
+// await polls cond every b.poll until it holds, failing the test after
+// b.timeout; a long wait logs where it is every minute. API errors are
+// retried.
+func (b *scaleBench) await(ctx context.Context, what string, cond func(context.Context) (bool, string, error)) {
+	b.t.Helper()
+	b.awaitEvery(ctx, what, b.poll, cond)
+}
+
+// awaitEvery is await, polling every poll.
+func (b *scaleBench) awaitEvery(ctx context.Context, what string, poll time.Duration, cond func(context.Context) (bool, string, error)) {
+	b.t.Helper()
+	began, told := time.Now(), time.Now()
+	var state string
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ok, s, err := cond(cctx)
+		cancel()
+		if err != nil {
+			s = err.Error()
+		}
+		if ok && err == nil {
+			return
+		}
+		state = s
+		if time.Since(began) > b.timeout {
+			b.t.Fatalf("timed out after %s waiting for %s; last state: %s", b.timeout, what, state)
+		}
+		if time.Since(told) >= time.Minute { // a long phase shows where it is
+			b.t.Logf("%s, %s in: %s", what, time.Since(began).Round(time.Second), state)
+			told = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("%s: %v; last state: %s", what, ctx.Err(), state)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// quiet waits until the apiserver's writes, all but the pod lifecycle's (node
+// heartbeats and leases go on), and still's count when set, have stood still
+// for twice write.StatusBatch (a status change that only moves progress may
+// wait that long), and returns the apiserver's count then. Writes the
+// apiserver serves to someone else would keep it waiting: after quietCap it
+// waits for still's count alone.
+func (b *scaleBench) quiet(ctx context.Context, still func(context.Context) (float64, error)) bench.Writes {
+	b.t.Helper()
+	var last bench.Writes
+	var lastN, lastStill float64
+	began, since, capped := time.Now(), time.Now(), false
+	// Every look reads the apiserver's whole /metrics: not too often.
+	b.awaitEvery(ctx, "the writes to stand still", max(b.poll, 250*time.Millisecond), func(ctx context.Context) (bool, string, error) {
+		w, err := bench.ScrapeWrites(ctx, testCluster.RESTConfig)
+		if err != nil {
+			return false, "", err
+		}
+		var s float64
+		if still != nil {
+			if s, err = still(ctx); err != nil {
+				return false, "", err
+			}
+		}
+		n := w.Controller() + w.Endpoints()
+		if !capped && last != nil && n != lastN && time.Since(began) > quietCap {
+			capped = true
+			b.t.Logf("the apiserver's writes did not stand still within %s (last: %s); no longer waiting for them", quietCap, w.Minus(last).WithoutLifecycle())
+		}
+		if last == nil || (n != lastN && !capped) || s != lastStill {
+			msg := fmt.Sprintf("the apiserver's writes since the last look, the pod lifecycle's left out: %s; the other count: %v more", w.Minus(last).WithoutLifecycle(), s-lastStill)
+			last, lastN, lastStill, since = w, n, s, time.Now()
+			return false, msg, nil
+		}
+		last, lastN = w, n
+		return time.Since(since) >= 2*write.StatusBatch, "", nil
+	})
+	return last
+}
+
+// quietCap bounds how long quiet waits for the apiserver's writes to stand
+// still.
+const quietCap = 2 * time.Minute
+
+// scaleDeployments are Deployments, rolled by kube-controller-manager.
+type scaleDeployments struct {
+	ns   string
+	pods int
+}
+
+func (d *scaleDeployments) namespace() string { return d.ns }
+
+func (d *scaleDeployments) create(ctx context.Context, name string) error {
+	return testCluster.Client.Create(ctx, bench.NewDeployment(d.ns, name, d.pods, scaleStrategy, scaleTemplate()))
+}
+
+func (d *scaleDeployments) roll(ctx context.Context, name string) error {
+	// the controller writes status meanwhile: read again on a conflict
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur appsv1.Deployment
+		if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: name}, &cur); err != nil {
+			return err
+		}
+		bench.RetagPod(&cur.Spec.Template.Spec, "v2")
+		return testCluster.Client.Update(ctx, &cur)
+	})
+}
+
+func (d *scaleDeployments) remove(ctx context.Context, name string) error {
+	return testCluster.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: name}})
+}
+
+func (d *scaleDeployments) rolledOut(ctx context.Context, sets int, tag string) (bool, string, error) {
+	var list appsv1.DeploymentList
+	if err := testCluster.Client.List(ctx, &list, client.InNamespace(d.ns)); err != nil {
+		return false, "", err
+	}
+	done := 0
+	for i := range list.Items {
+		if dep := &list.Items[i]; dep.Spec.Template.Spec.Containers[0].Image == scaleImage+":"+tag && bench.DeploymentRolledOut(dep, d.pods) {
+			done++
+		}
+	}
+	return done == sets, fmt.Sprintf("%d of %d Deployments rolled out at %s", done, sets, tag), nil
+}
+
+// scaleSets are PodCliqueSets of one clique, rolled by Lockstep.
+type scaleSets struct {
+	ns   string
+	pods int
+	// from is each PodCliqueSet's update revision before its roll.
+	from map[string]string
+}
+
+func (s *scaleSets) namespace() string { return s.ns }
+
+func (s *scaleSets) create(ctx context.Context, name string) error {
+	return testCluster.Client.Create(ctx, bench.NewPodCliqueSet(s.ns, name, s.pods, scaleStrategy, "", scaleTemplate()))
+}
+
+func (s *scaleSets) roll(ctx context.Context, name string) error {
+	// the controller writes status meanwhile: read again on a conflict
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur v1alpha1.PodCliqueSet
+		if err := testCluster.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &cur); err != nil {
+			return err
+		}
+		s.from[name] = cur.Status.UpdateRevision
+		bench.RetagImages(&cur.Spec, "v2")
+		return testCluster.Client.Update(ctx, &cur)
+	})
+}
+
+func (s *scaleSets) remove(ctx context.Context, name string) error {
+	return testCluster.Client.Delete(ctx, &v1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}})
+}
+
+func (s *scaleSets) rolledOut(ctx context.Context, sets int, tag string) (bool, string, error) {
+	var list v1alpha1.PodCliqueSetList
+	if err := testCluster.Client.List(ctx, &list, client.InNamespace(s.ns)); err != nil {
+		return false, "", err
+	}
+	var cliques v1alpha1.PodCliqueList
+	if err := testCluster.Client.List(ctx, &cliques, client.InNamespace(s.ns)); err != nil {
+		return false, "", err
+	}
+	byName := map[string]*v1alpha1.PodClique{}
+	for i := range cliques.Items {
+		byName[cliques.Items[i].Name] = &cliques.Items[i]
+	}
+	done := 0
+	for i := range list.Items {
+		pcs := &list.Items[i]
+		pclq := byName[naming.PodClique(pcs.Name, 0, bench.Clique)]
+		if pclq != nil && pcs.Spec.Template.Cliques[0].Template.Spec.Containers[0].Image == scaleImage+":"+tag &&
+			bench.PodCliqueSetRolledOut(pcs, pclq, s.pods, s.from[pcs.Name]) {
+			done++
+		}
+	}
+	return done == sets, fmt.Sprintf("%d of %d PodCliqueSets rolled out at %s", done, sets, tag), nil
 }
 
 // eventuallyState polls cond until it holds, failing the test with the last
