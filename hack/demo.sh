@@ -71,23 +71,10 @@ if [[ "${1:-}" == down ]]; then
 fi
 
 kctl() { "$BIN/kubectl" "$@"; }
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 20000))
-		(: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	die "no free port"
-}
-# until_ok SECONDS CMD...: poll CMD until it succeeds.
-until_ok() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.5
-	done
-}
+
+# until_ok and free_port.
+# shellcheck source=hack/demo-lib.sh
+source "$REPO/hack/demo-lib.sh"
 
 # watch_live NAME CAPTURE: `get -w` until the rollout is over; on a terminal it
 # redraws in place, unattended it keeps every frame in CAPTURE and shows the last.
