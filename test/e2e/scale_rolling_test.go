@@ -103,8 +103,9 @@ func (tc scaleRollingCase) run(t *testing.T) {
 	pcs := s.update(setImageTag("v2"))
 	hashes := templateHashes(t, pcs)
 	// An autoscaler's patches come on its own clock, not on the rollout's:
-	// one every 3 s, all within 30 s of the update.
-	tick := time.NewTicker(3 * time.Second)
+	// one every 1.5 s, all within 30 s of the update (a rollout here takes
+	// about 10 s, and at least 3 patches must come while it runs).
+	tick := time.NewTicker(1500 * time.Millisecond)
 	defer tick.Stop()
 	midRollout := 0
 	for _, n := range tc.patches {
