@@ -61,6 +61,27 @@ func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set
 	return nil
 }
 
+// StatusFirst writes obj's new status as Status does, and also when it did
+// not change: for a status that is a controller's memory of what it is about
+// to send elsewhere, written before it is sent. The patch carries obj's
+// resourceVersion either way, so it fails with a conflict when obj is older
+// than the object now (a cache that has not yet seen the controller's own
+// last write), and the caller sends nothing it decided from that stale view.
+// Unchanged, the patch is a no-op for the apiserver: no write, no new
+// resourceVersion.
+func StatusFirst[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set func(P)) error {
+	before := obj.DeepCopyObject().(P)
+	set(obj)
+	changed := !apiequality.Semantic.DeepEqual(before, obj)
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating status of %s %s: %w", kind[T](), obj.GetName(), err)
+	}
+	if changed {
+		log.FromContext(ctx).V(1).Info("status updated", "kind", kind[T](), "name", obj.GetName())
+	}
+	return nil
+}
+
 // kind is the Go type name of T, which for API types is the kind.
 func kind[T any]() string {
 	return reflect.TypeFor[T]().Name()

@@ -72,7 +72,8 @@ type observed struct {
 // not read this round), else, for an object of the workload's, its
 // spec.replicas. The record comes first: it is what the member object holds,
 // written in the same request as the grant, while the status is written
-// after the members and may be lost or edited.
+// just before the members (it may hold a grant whose write then failed) and
+// may be lost or edited.
 type memory struct {
 	// share is the replicas last given, when hasShare.
 	share    int32

@@ -159,13 +159,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("round planned", out.LogValues()...)
 	}
-	// Members first: the status then records grants that were sent. A
-	// failed write is retried by the next round, which reads what is there.
+	// The status first, then the members. The status is the hub's memory of
+	// what it granted (a member it cannot read next round is charged from
+	// it), so it holds a grant before the grant is sent, with what the member
+	// may still act on besides (stillActing): charged for both, a member is
+	// charged enough whether its write lands or not. And a round planned from
+	// a workload older than the last status written (a cache that trails
+	// the hub's own writes: an older status charges a member less than it
+	// may use) fails here on its resourceVersion, before it sends anything.
+	setStatus := func(fw *fleetv1alpha1.FederatedWorkload) { fw.Status = out.Status }
+	writeStatus := write.Status[fleetv1alpha1.FederatedWorkload]
+	if len(out.Writes) > 0 {
+		writeStatus = write.StatusFirst[fleetv1alpha1.FederatedWorkload]
+	}
+	if statusErr := writeStatus(ctx, r.Client, &fw, setStatus); statusErr != nil {
+		return requeue.OnConflict(ctrl.Result{}, statusErr)
+	}
+	// A failed member write is retried by the next round, which reads what
+	// is there.
 	writeErr := r.writeMembers(ctx, conns, out.Writes)
 	r.record(ctx, &fw, out.Events)
-	if err := write.Status(ctx, r.Client, &fw, func(fw *fleetv1alpha1.FederatedWorkload) { fw.Status = out.Status }); err != nil {
-		return requeue.OnConflict(ctrl.Result{}, err)
-	}
 	lockstepmetrics.RecordFleetRound(&fw, &out)
 	if len(out.Unwritable) > 0 {
 		writeErr = errors.Join(writeErr, fmt.Errorf("building member objects: %s", strings.Join(out.Unwritable, "; ")))
