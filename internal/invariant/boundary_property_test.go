@@ -125,3 +125,114 @@ func surgeLeftOf(replica int32, unit string, pods []rollout.Unit, wait bool) Sur
 	}
 	return s
 }
+
+// PlanSet never lets a role step start while the role of the step before it
+// still has a surge unit that holds it back (CheckRoleStepBoundary): the
+// replica updating has its first step's role all updated and ready, with or
+// without a surge unit left (live or terminating pods), under both
+// replacement policies, with the steps in either order and with or without
+// the progress of the last plan; the second role's cap must not allow an
+// updated unit while that unit holds.
+func TestPlanSet_NeverStartsARoleStepBesideTheLastStepsSurgeUnit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		podPolicy := rapid.SampledFrom([]v1alpha1.PodReplacementPolicy{v1alpha1.TerminationStarted, v1alpha1.TerminationComplete}).Draw(t, "podReplacementPolicy")
+		groupPolicy := rapid.SampledFrom([]v1alpha1.ReplicaReplacementPolicy{v1alpha1.Immediate, v1alpha1.PostTermination}).Draw(t, "replicaReplacementPolicy")
+		spec := boundarySpec(1, podPolicy, groupPolicy)
+		first, second := "kv", "api"
+		if rapid.Bool().Draw(t, "api first") {
+			first, second = second, first
+		}
+		all := intstr.FromString("100%")
+		spec.UpdateStrategy.RoleUpgrade = &v1alpha1.RoleUpgrade{Steps: []v1alpha1.RoleUpgradeStep{{Role: first, UpdateTo: all}, {Role: second, UpdateTo: all}}}
+		steps, err := Steps(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		ready := func(index int32, rev string) rollout.Unit {
+			return rollout.Unit{Index: index, Revision: rev, Scheduled: true, Ready: true, Available: true, CreatedAt: epoch}
+		}
+		surgePod := func(index int32, rev string) rollout.Unit {
+			u := ready(index, rev)
+			switch rapid.IntRange(0, 2).Draw(t, "surge pod state") {
+			case 0:
+				u.Terminating = true
+			case 1:
+				u.Ready, u.Available = false, false
+			}
+			return u
+		}
+		at := func(role string) string {
+			if role == first {
+				return "v2"
+			}
+			return "v1"
+		}
+		api := rollout.CliqueObservation{Name: "api"}
+		for i := range int32(3) {
+			api.Pods = append(api.Pods, ready(i, "api@"+at("api")))
+		}
+		kv := rollout.GroupObservation{Name: "kv"}
+		for j := range int32(2) {
+			kv.Replicas = append(kv.Replicas, rollout.GroupReplicaObservation{Index: j, Revision: "kv@" + at("kv"), CreatedAt: epoch,
+				Cliques: []rollout.CliqueObservation{{Name: "kv-leader", Pods: []rollout.Unit{ready(0, "kv-leader@"+at("kv"))}}}})
+		}
+		var left []SurgeLeft
+		if rapid.Bool().Draw(t, "a surge unit left") {
+			switch first {
+			case "api":
+				u := surgePod(3, "api@v2")
+				u.Surge = true
+				api.Pods = append(api.Pods, u)
+				s := surgeLeftOf(0, "surge pod 3 of api", []rollout.Unit{u}, podPolicy == v1alpha1.TerminationComplete)
+				s.Role = "api"
+				left = append(left, s)
+			default:
+				var pods []rollout.Unit
+				for range rapid.IntRange(1, 2).Draw(t, "its pods") {
+					pods = append(pods, surgePod(int32(len(pods)), "kv-leader@v2"))
+				}
+				kv.Replicas = append(kv.Replicas, rollout.GroupReplicaObservation{Index: 2, Revision: "kv@v2", Surge: true, CreatedAt: epoch,
+					Terminating: rapid.Bool().Draw(t, "its PodCliques terminating"),
+					Cliques:     []rollout.CliqueObservation{{Name: "kv-leader", Pods: pods}}})
+				s := surgeLeftOf(0, "surge replica 2 of kv", pods, groupPolicy == v1alpha1.PostTermination)
+				s.Role = "kv"
+				left = append(left, s)
+			}
+		}
+		obs := []rollout.ReplicaObservation{{Index: 0, Revision: "v1", CreatedAt: epoch,
+			Cliques: []rollout.CliqueObservation{api}, Groups: []rollout.GroupObservation{kv}}}
+		var prev rollout.Progress
+		if rapid.Bool().Draw(t, "progress kept") {
+			step := &rollout.RoleStepStatus{Index: int32(rapid.IntRange(0, 1).Draw(t, "step kept")), Role: first}
+			prev = rollout.Progress{UpdateRevision: "v2", UpdatingReplicas: []rollout.ReplicaProgress{{Index: 0, StartedAt: epoch, RoleStep: step}}}
+			if step.Index == 1 {
+				// a step once passed stays passed: only a plan that saw
+				// the boundary clear could have kept it
+				left = nil
+			}
+		}
+		plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: rollout.Revisions{Current: boundaryRevision("v1"), Update: boundaryRevision("v2")},
+			Replicas: obs, Previous: prev, Now: epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rp := range plan.Replicas {
+			for _, ct := range slices.Concat(rp.Cliques, rp.Groups) {
+				if ct.Role != second || ct.Target == nil {
+					continue
+				}
+				allowed := RoleReplicas(spec, second)
+				if ct.Target.MaxUpdated != nil {
+					allowed = *ct.Target.MaxUpdated
+				}
+				if allowed == 0 {
+					continue // its step has not started
+				}
+				if vs := CheckRoleStepBoundary(steps, rp.Index, second, allowed, "allowed by the plan", left); len(vs) > 0 {
+					t.Fatalf("%v (step %+v, target %+v)", vs, rp.RoleStep, *ct.Target)
+				}
+			}
+		}
+	})
+}
