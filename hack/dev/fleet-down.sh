@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/fleet-lib.sh"
 for short in $(members_present) hub; do
 	[[ -d "$(cluster_dev "$short")" ]] || continue
 	in_cluster "$short" down.sh
-	rm -rf "$(cluster_dev "$short")" "$FLEET_DIR/$short.kubeconfig"
+	rm -rf "$(cluster_dev "$short")" "$FLEET_DIR/$short.kubeconfig" "$FLEET_DIR/$short.hub.kubeconfig"
 done
 # The webhook certificates `make fleet-run` and `make fleet-run-operator` write.
 rm -rf "$FLEET_DIR/kube-cache" "$FLEET_DIR"/*-webhook-certs

@@ -351,3 +351,43 @@ func TestPodCliqueSet_TrimsRevisionsAndDeletesEverythingWithIt(t *testing.T) {
 		return n == 0, fmt.Sprint(left)
 	})
 }
+
+// A PodClique someone else made, labelled as a member of the PodCliqueSet's
+// scaling group in replica 1 but controlled by none of its objects, is not
+// Lockstep's: removing replica 1 (a scale-in) deletes the replica's own
+// children and leaves it alone. (It was taken as the group's member by its
+// labels and deleted with the replica.)
+func TestPodCliqueSet_RemovingAReplicaLeavesAForeignPodCliqueWithItsLabels(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	ctx := context.Background()
+	intruder := &v1alpha1.PodClique{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder", Labels: map[string]string{
+			v1alpha1.LabelPodCliqueSet: pcs.Name, v1alpha1.LabelPodCliqueSetReplicaIndex: "1",
+			v1alpha1.LabelPodCliqueScalingGroup: "prefill", v1alpha1.LabelClique: "prefill-worker",
+		}},
+		Spec: v1alpha1.PodCliqueSpec{Replicas: 0, Revision: "someone-else", Template: podTemplate("intruder:v1")},
+	}
+	if err := env.Client.Create(ctx, intruder); err != nil {
+		t.Fatalf("creating the foreign PodClique: %v", err)
+	}
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) { *s.Replicas = 1 })
+	waitFor(t, "replica 1's scaling groups gone", 90*time.Second, func() (bool, string) {
+		groups := listNames(t, ns, &v1alpha1.PodCliqueScalingGroupList{})
+		return strings.Join(groups, ",") == "disagg-0-decode,disagg-0-prefill", strings.Join(groups, ",")
+	})
+	waitFor(t, "replica 1's own PodCliques gone", 90*time.Second, func() (bool, string) {
+		var left []string
+		for _, name := range listNames(t, ns, &v1alpha1.PodCliqueList{}) {
+			if strings.HasPrefix(name, "disagg-1-") {
+				left = append(left, name)
+			}
+		}
+		return len(left) == 0, strings.Join(left, ",")
+	})
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(intruder), intruder); err != nil {
+		t.Fatalf("the foreign PodClique: %v", err)
+	}
+	if intruder.DeletionTimestamp != nil {
+		t.Fatalf("the foreign PodClique is being deleted (since %s)", intruder.DeletionTimestamp)
+	}
+}

@@ -27,7 +27,7 @@ type children struct {
 	cliques map[int32]map[string]*v1alpha1.PodClique
 	groups  map[int32]map[string]*v1alpha1.PodCliqueScalingGroup
 	// all are every child object of a replica, terminating ones included, and
-	// the member PodCliques of its scaling groups.
+	// the member PodCliques its scaling groups control.
 	all map[int32][]client.Object
 	// pods are the pods of each replica that are not terminating: a removed
 	// replica's pods are deleted with it.
@@ -161,10 +161,11 @@ func (o *observer) observeCliques() {
 	for i := range o.cliques {
 		pclq := &o.cliques[i]
 		if !controlledBy(pclq, o.pcs.UID) {
+			// A scaling group's member, if one of ours controls it
+			// (observeGroups): labels alone make nothing ours.
 			if g := pclq.Labels[v1alpha1.LabelPodCliqueScalingGroup]; g != "" {
 				idx, _ := replicaIndex(pclq)
 				o.members[groupKey{idx, g}] = append(o.members[groupKey{idx, g}], *pclq)
-				o.c.all[idx] = append(o.c.all[idx], pclq)
 			}
 			continue
 		}
@@ -207,10 +208,11 @@ func (o *observer) observeGroups() {
 		name := g.Labels[v1alpha1.LabelPodCliqueScalingGroup]
 		var groupPods []corev1.Pod
 		var owned []v1alpha1.PodClique
-		for _, m := range o.members[groupKey{rep.Index, name}] {
+		for j, m := range o.members[groupKey{rep.Index, name}] {
 			if controlledBy(&m, g.UID) {
 				owned = append(owned, m)
 				groupPods = append(groupPods, o.podsOf[m.Name]...)
+				o.c.all[rep.Index] = append(o.c.all[rep.Index], &o.members[groupKey{rep.Index, name}][j])
 			}
 		}
 		gobs := groupreplicas.Observe(owned, groupPods, o.minReadySeconds, o.now)
