@@ -49,16 +49,7 @@ func CreateOrPatch[T any, P Object[T]](ctx context.Context, c client.Client, cur
 
 // Status lets set write obj's new status and patches it when it changed.
 func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set func(P)) error {
-	before := obj.DeepCopyObject().(P)
-	set(obj)
-	if apiequality.Semantic.DeepEqual(before, obj) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("updating status of %s %s: %w", kind[T](), obj.GetName(), err)
-	}
-	log.FromContext(ctx).V(1).Info("status updated", "kind", kind[T](), "name", obj.GetName())
-	return nil
+	return patchStatus(ctx, c, obj, set, false)
 }
 
 // StatusFirst writes obj's new status as Status does, and also when it did
@@ -70,9 +61,18 @@ func Status[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set
 // Unchanged, the patch is a no-op for the apiserver: no write, no new
 // resourceVersion.
 func StatusFirst[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set func(P)) error {
+	return patchStatus(ctx, c, obj, set, true)
+}
+
+// patchStatus patches the status set writes, under obj's resourceVersion,
+// when it changed or always.
+func patchStatus[T any, P Object[T]](ctx context.Context, c client.Client, obj P, set func(P), always bool) error {
 	before := obj.DeepCopyObject().(P)
 	set(obj)
 	changed := !apiequality.Semantic.DeepEqual(before, obj)
+	if !changed && !always {
+		return nil
+	}
 	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating status of %s %s: %w", kind[T](), obj.GetName(), err)
 	}
