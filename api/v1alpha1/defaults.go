@@ -77,6 +77,9 @@ func (p *PodCliqueSet) Default() {
 		if c.MinAvailable == nil && c.Replicas > 0 {
 			c.MinAvailable = ptr.To(c.Replicas)
 		}
+		if c.PeerDNS == "" {
+			c.PeerDNS = PeerDNSReplica
+		}
 		if c.UpdateStrategy != nil {
 			c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge = defaultLimits(c.UpdateStrategy.MaxUnavailable, c.UpdateStrategy.MaxSurge)
 		}

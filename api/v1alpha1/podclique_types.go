@@ -37,6 +37,12 @@ type PodCliqueSpec struct {
 	// Template is the pod template pods are updated to.
 	Template corev1.PodTemplateSpec `json:"template"`
 
+	// PeerDNS is the clique's peerDNS at Revision: with None, pods get no
+	// subdomain. Empty means Replica.
+	// +kubebuilder:validation:Enum=Replica;None
+	// +optional
+	PeerDNS PeerDNS `json:"peerDNS,omitempty"`
+
 	// Gang is the gang the pods join; unset without gang scheduling.
 	// +optional
 	Gang *PodCliqueGang `json:"gang,omitempty"`

@@ -166,6 +166,18 @@ type PodCliqueTemplateSpec struct {
 	// +optional
 	UpdateStrategy *ComponentUpdateStrategy `json:"updateStrategy,omitempty"`
 
+	// PeerDNS says whether the clique's pods get names their peers can resolve.
+	// Replica (the default): each pod is <podclique>-<index>.<podcliqueset>-<replica>
+	// under a headless Service of its PodCliqueSet replica, as a multi-node
+	// engine's leader and workers need. None: the pods keep their hostname but
+	// get no DNS name; a replica whose cliques all say None gets no Service, so
+	// the cluster keeps no endpoints for it. Changing it replaces the clique's
+	// pods (a pod's subdomain cannot change), as a template change does.
+	// +kubebuilder:default=Replica
+	// +kubebuilder:validation:Enum=Replica;None
+	// +optional
+	PeerDNS PeerDNS `json:"peerDNS,omitempty"`
+
 	// Template is the pod template of the clique's pods.
 	Template corev1.PodTemplateSpec `json:"template"`
 }

@@ -228,6 +228,21 @@ const (
 	ReplacedIndex SurgePlacement = "ReplacedIndex"
 )
 
+// PeerDNS says whether a clique's pods get DNS names their peers can resolve.
+type PeerDNS string
+
+const (
+	// PeerDNSReplica names each pod under its PodCliqueSet replica's headless
+	// Service.
+	PeerDNSReplica PeerDNS = "Replica"
+	// PeerDNSNone gives the pods no DNS name and the replica no Service for them.
+	PeerDNSNone PeerDNS = "None"
+)
+
+// Resolvable reports whether pods under d get a DNS name (the empty default
+// included).
+func (d PeerDNS) Resolvable() bool { return d != PeerDNSNone }
+
 // ReplacesWhileTerminating reports whether a replacement may start while its
 // predecessor terminates.
 func (p PodReplacementPolicy) ReplacesWhileTerminating() bool { return p == TerminationStarted }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -52,9 +51,9 @@ func Decode(cr *appsv1.ControllerRevision) (rollout.SetRevision, *v1alpha1.PodCl
 	return rollout.SetRevision{Name: cr.Name, Roles: s.Roles}, &s.Template, nil
 }
 
-// CliqueTemplate is the pod template of one clique at a stored revision, with its
-// hash as recorded in the revision.
-func CliqueTemplate(cr *appsv1.ControllerRevision, clique string) (*corev1.PodTemplateSpec, string, error) {
+// CliqueTemplate is one clique at a stored revision, with its hash as recorded
+// in the revision.
+func CliqueTemplate(cr *appsv1.ControllerRevision, clique string) (*v1alpha1.PodCliqueTemplateSpec, string, error) {
 	rev, t, err := Decode(cr)
 	if err != nil {
 		return nil, "", err
@@ -65,9 +64,9 @@ func CliqueTemplate(cr *appsv1.ControllerRevision, clique string) (*corev1.PodTe
 	}
 	hash, ok := rev.Role(clique)
 	if !ok {
-		if hash, err = PodTemplateHash(&c.Template); err != nil {
+		if hash, err = CliqueHash(c); err != nil {
 			return nil, "", err
 		}
 	}
-	return &c.Template, hash, nil
+	return c, hash, nil
 }

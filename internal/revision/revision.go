@@ -48,7 +48,7 @@ func ForSpec(pcsName string, spec *v1alpha1.PodCliqueSetSpec) (rollout.SetRevisi
 	var roles []rollout.RoleRevision
 	for i := range t.Cliques {
 		c := &t.Cliques[i]
-		h, err := PodTemplateHash(&c.Template)
+		h, err := CliqueHash(c)
 		if err != nil {
 			return rollout.SetRevision{}, fmt.Errorf("hashing clique %s: %w", c.Name, err)
 		}
@@ -74,10 +74,30 @@ func ForSpec(pcsName string, spec *v1alpha1.PodCliqueSetSpec) (rollout.SetRevisi
 	return rollout.SetRevision{Name: naming.Revision(pcsName, setHash), Roles: roles}, nil
 }
 
-// PodTemplateHash is the hash of one pod template; pods carry it in the
+// PodTemplateHash is the hash of the pods one clique makes: its pod template,
+// and its peerDNS when that is None (a pod's subdomain is part of the pod and
+// cannot change). Replica and the empty default hash as the template alone, so
+// revisions made before peerDNS existed keep their hashes. Pods carry it in the
 // lockstep.dev/template-hash label.
-func PodTemplateHash(t *corev1.PodTemplateSpec) (string, error) {
-	return hash(t)
+func PodTemplateHash(t *corev1.PodTemplateSpec, dns v1alpha1.PeerDNS) (string, error) {
+	if dns.Resolvable() {
+		return hash(t)
+	}
+	return hash(struct {
+		Template *corev1.PodTemplateSpec `json:"template"`
+		PeerDNS  v1alpha1.PeerDNS        `json:"peerDNS"`
+	}{t, dns})
+}
+
+// PodCliqueHash is PodTemplateHash of a PodClique's template: the hash its
+// new pods carry.
+func PodCliqueHash(pclq *v1alpha1.PodClique) (string, error) {
+	return PodTemplateHash(&pclq.Spec.Template, pclq.Spec.PeerDNS)
+}
+
+// CliqueHash is PodTemplateHash of a clique template.
+func CliqueHash(c *v1alpha1.PodCliqueTemplateSpec) (string, error) {
+	return PodTemplateHash(&c.Template, c.PeerDNS)
 }
 
 // roleHash is what the set revision hashes of one role. It is its own type, with
@@ -94,6 +114,9 @@ type groupMember struct {
 	Replicas     int32                  `json:"replicas"`
 	MinAvailable int32                  `json:"minAvailable"`
 	Template     corev1.PodTemplateSpec `json:"template"`
+	// PeerDNS is set only when None, so that groups hash as they did before
+	// the field existed (see PodTemplateHash).
+	PeerDNS v1alpha1.PeerDNS `json:"peerDNS,omitempty"`
 }
 
 // GroupHash is the hash of one scaling group's replica shape.
@@ -104,7 +127,11 @@ func GroupHash(t *v1alpha1.PodCliqueSetTemplateSpec, g *v1alpha1.PodCliqueScalin
 		if c == nil {
 			return "", fmt.Errorf("scaling group %s names unknown clique %s", g.Name, n)
 		}
-		members = append(members, groupMember{Name: n, Replicas: c.Replicas, MinAvailable: c.EffectiveMinAvailable(), Template: c.Template})
+		m := groupMember{Name: n, Replicas: c.Replicas, MinAvailable: c.EffectiveMinAvailable(), Template: c.Template}
+		if !c.PeerDNS.Resolvable() {
+			m.PeerDNS = c.PeerDNS
+		}
+		members = append(members, m)
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
 	return hash(members)

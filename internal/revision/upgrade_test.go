@@ -2,6 +2,7 @@ package revision
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -74,6 +75,11 @@ func TestDefaultsWrittenOutKeepTheRevision(t *testing.T) {
 			}
 			s.Template.PodCliqueScalingGroups[0].UpdateStrategy = limits()
 		},
+		"peerDNS of every clique (Replica)": func(s *v1alpha1.PodCliqueSetSpec) {
+			for i := range s.Template.Cliques {
+				s.Template.Cliques[i].PeerDNS = v1alpha1.PeerDNSReplica
+			}
+		},
 	}
 	for name, write := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -116,6 +122,23 @@ func TestWhatDoesNotMatterForPods(t *testing.T) {
 			}
 		})
 	}
+	// peerDNS None takes the subdomain off the clique's pods, which a pod
+	// cannot change: its pods are replaced, standalone or in a group.
+	for clique, changed := range map[string][]string{"frontend": {"frontend"}, "decode-worker": {"decode-worker", "decode"}} {
+		t.Run("peerDNS None of "+clique+" does", func(t *testing.T) {
+			s := spec()
+			s.Template.Clique(clique).PeerDNS = v1alpha1.PeerDNSNone
+			got := revisionOf(t, pcsOf(s))
+			if got.Name == base.Name {
+				t.Fatalf("peerDNS None kept the revision %s", got.Name)
+			}
+			for role, h := range base.Roles {
+				if (got.Roles[role] != h) != slices.Contains(changed, role) {
+					t.Errorf("role %s's hash %s, was %s; want only %v changed", role, got.Roles[role], h, changed)
+				}
+			}
+		})
+	}
 	t.Run("a pod template change does", func(t *testing.T) {
 		s := spec()
 		s.Template.Cliques[0].Template.Spec.Containers[0].Args = []string{"--port=8080"}
@@ -148,12 +171,13 @@ func TestEveryOtherFieldIsOutsideTheHash(t *testing.T) {
 	})
 	// frontend (0) is standalone: only its pod template counts. decode-worker (2)
 	// is in a group: its replicas and minAvailable shape the group too.
-	eachField(reflect.TypeFor[v1alpha1.PodCliqueTemplateSpec](), []string{"Name", "Template"}, func(i int, name string) {
+	// PeerDNS is in the hash when None (TestWhatDoesNotMatterForPods).
+	eachField(reflect.TypeFor[v1alpha1.PodCliqueTemplateSpec](), []string{"Name", "Template", "PeerDNS"}, func(i int, name string) {
 		check(t, "standalone clique."+name, func(s *v1alpha1.PodCliqueSetSpec) {
 			setFilled(reflect.ValueOf(&s.Template.Cliques[0]).Elem().Field(i))
 		})
 	})
-	eachField(reflect.TypeFor[v1alpha1.PodCliqueTemplateSpec](), []string{"Name", "Template", "Replicas", "MinAvailable"}, func(i int, name string) {
+	eachField(reflect.TypeFor[v1alpha1.PodCliqueTemplateSpec](), []string{"Name", "Template", "Replicas", "MinAvailable", "PeerDNS"}, func(i int, name string) {
 		check(t, "group member clique."+name, func(s *v1alpha1.PodCliqueSetSpec) {
 			setFilled(reflect.ValueOf(&s.Template.Cliques[2]).Elem().Field(i))
 		})

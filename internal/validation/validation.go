@@ -132,6 +132,7 @@ func (v *pcsValidator) validateTemplate(tp *field.Path) map[string]role {
 		v.validateRoleName(p.Child("name"), c.Name, names)
 		v.validateReplicaCounts(p, c.Replicas, c.MinAvailable)
 		v.validatePodTemplate(p.Child("template"), &c.Template)
+		v.validatePeerDNS(p.Child("peerDNS"), c.PeerDNS)
 		if c.UpdateStrategy != nil {
 			usp := p.Child("updateStrategy")
 			switch {
@@ -241,7 +242,16 @@ func (v *collector) validatePodTemplate(p *field.Path, t *corev1.PodTemplateSpec
 		}
 	}
 	if t.Spec.Hostname != "" || t.Spec.Subdomain != "" {
-		v.warn("%s: hostname and subdomain are set by Lockstep (<podclique>-<index> under the replica's headless Service); the template's values are ignored", p.Child("spec"))
+		v.warn("%s: hostname and subdomain are set by Lockstep (<podclique>-<index> under the replica's headless Service, no subdomain with peerDNS None); the template's values are ignored", p.Child("spec"))
+	}
+}
+
+// validatePeerDNS checks a clique's peerDNS (empty is the default, Replica).
+func (v *collector) validatePeerDNS(p *field.Path, d v1alpha1.PeerDNS) {
+	switch d {
+	case "", v1alpha1.PeerDNSReplica, v1alpha1.PeerDNSNone:
+	default:
+		v.add(field.NotSupported(p, d, []string{string(v1alpha1.PeerDNSReplica), string(v1alpha1.PeerDNSNone)}))
 	}
 }
 
@@ -602,6 +612,7 @@ func validateScalingGroup(g *v1alpha1.PodCliqueScalingGroup) *collector {
 		c.validateRoleName(cp.Index(i).Child("name"), cl.Name, names)
 		c.validateReplicaCounts(cp.Index(i), cl.Replicas, cl.MinAvailable)
 		c.validatePodTemplate(cp.Index(i).Child("template"), &cl.Template)
+		c.validatePeerDNS(cp.Index(i).Child("peerDNS"), cl.PeerDNS)
 	}
 	return c
 }

@@ -120,6 +120,12 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "replicaReplacementPolicy PostTermination is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.ReplicaReplacementPolicy = v1alpha1.PostTermination
 		})},
+		{name: "peerDNS None is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].PeerDNS = v1alpha1.PeerDNSNone
+		})},
+		{name: "unknown peerDNS", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].PeerDNS = "Cluster"
+		}), wantField: "spec.template.cliques[1].peerDNS", wantMsg: `Unsupported value: "Cluster": supported values: "Replica", "None"`},
 		{name: "unknown replicaReplacementPolicy", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.ReplicaReplacementPolicy = "WhenIdle"
 		}), wantField: "spec.replicaReplacementPolicy", wantMsg: `Unsupported value: "WhenIdle": supported values: "Immediate", "PostTermination"`},

@@ -283,7 +283,7 @@ func (r *chaosRollout) deleteOutdated(ctx context.Context, o *observed) error {
 	// user reading each pod's revision label finds it so.
 	podHash := map[string]string{}
 	for i := range cliques {
-		if h, err := revision.PodTemplateHash(&cliques[i].Spec.Template); err == nil {
+		if h, err := revision.PodCliqueHash(&cliques[i]); err == nil {
 			podHash[cliques[i].Name] = h
 		}
 	}

@@ -43,6 +43,10 @@ const (
 	// envScalePhaseTimeout bounds each phase (30m unless set): on two cores
 	// kwok and the scheduler move 10,000 pods in about half an hour.
 	envScalePhaseTimeout = "LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT"
+	// envScalePeerDNS is the peerDNS of the PodCliqueSets' clique: Replica
+	// (the default: a headless Service per replica, whose endpoints
+	// kube-controller-manager keeps) or None (no Service).
+	envScalePeerDNS = "LOCKSTEP_BENCH_SCALE_PEER_DNS"
 )
 
 // The shape both controllers roll in TestBench_Scale: pods ready exactly
@@ -78,8 +82,12 @@ func TestBench_Scale(t *testing.T) {
 	sets, pods := envInt(t, envScaleSets, 2), envInt(t, envScalePods, 10)
 	idle := envDuration(t, envScaleIdle, 5*time.Second)
 	ctx := t.Context()
-	// Each simulated node takes 1000 pods; leave room for the surge.
-	if err := testCluster.SetNodes(ctx, max(2, (sets*pods*5/4+999)/1000)); err != nil {
+	// Each simulated node takes 1000 pods. Leave room for the surge and for
+	// the pods still terminating beside it: with room for the surge alone, a
+	// roll on a loaded machine (kwok removing deleted pods late) filled every
+	// node and its new pods waited in the scheduler's backoff ("Too many
+	// pods"), which measured the fake nodes, not the controller.
+	if err := testCluster.SetNodes(ctx, max(2, (sets*pods*2+999)/1000)); err != nil {
 		t.Fatal(err)
 	}
 	kcm, err := testCluster.ComponentPID("kube-controller-manager")
@@ -97,7 +105,16 @@ func TestBench_Scale(t *testing.T) {
 		poll: min(max(time.Duration(sets*pods)*100*time.Microsecond, 50*time.Millisecond), time.Second)}
 	awaitNoNamespaceTerminating(t)
 	rep := bench.ScaleReport{Sets: sets, Pods: pods, Budget: scaleStrategy.Name, ReadyDelay: scaleReadyDelay, QPS: clientQPS(t, kcm, op)}
-	var notes []string
+	peerDNS := v1alpha1.PeerDNS(os.Getenv(envScalePeerDNS))
+	switch peerDNS {
+	case "":
+		peerDNS = v1alpha1.PeerDNSReplica
+	case v1alpha1.PeerDNSReplica, v1alpha1.PeerDNSNone:
+	default:
+		t.Fatalf("%s=%q: want Replica or None", envScalePeerDNS, peerDNS)
+	}
+	notes := []string{fmt.Sprintf("the PodCliqueSets' clique has peerDNS %s (%s)", peerDNS,
+		map[bool]string{true: "a headless Service per replica", false: "no Service"}[peerDNS.Resolvable()])}
 	var lockstepStarted bool
 	var opStart operatorScrape
 	var servedStart histogram
@@ -163,7 +180,7 @@ func TestBench_Scale(t *testing.T) {
 	var idleWrites float64
 	b.side(ctx, &rep.Lockstep, sideRun{
 		controller: "Lockstep", process: "operator", pid: op,
-		w: &scaleSets{ns: newNamespace(t, "scale"), pods: pods, from: map[string]string{}},
+		w: &scaleSets{ns: newNamespace(t, "scale"), pods: pods, peerDNS: peerDNS, from: map[string]string{}},
 		// Settled includes the status changes that only move progress, which
 		// may wait for write.StatusBatch: the window starts once the
 		// operator's writes have stood still for twice that.
@@ -573,8 +590,9 @@ func (d *scaleDeployments) rolledOut(ctx context.Context, sets int, tag string) 
 
 // scaleSets are PodCliqueSets of one clique, rolled by Lockstep.
 type scaleSets struct {
-	ns   string
-	pods int
+	ns      string
+	pods    int
+	peerDNS v1alpha1.PeerDNS
 	// from is each PodCliqueSet's update revision before its roll.
 	from map[string]string
 }
@@ -582,7 +600,9 @@ type scaleSets struct {
 func (s *scaleSets) namespace() string { return s.ns }
 
 func (s *scaleSets) create(ctx context.Context, name string) error {
-	return testCluster.Client.Create(ctx, bench.NewPodCliqueSet(s.ns, name, s.pods, scaleStrategy, "", scaleTemplate()))
+	pcs := bench.NewPodCliqueSet(s.ns, name, s.pods, scaleStrategy, "", scaleTemplate())
+	pcs.Spec.Template.Cliques[0].PeerDNS = s.peerDNS
+	return testCluster.Client.Create(ctx, pcs)
 }
 
 func (s *scaleSets) roll(ctx context.Context, name string) error {

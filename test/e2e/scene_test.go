@@ -599,7 +599,7 @@ func templateHashes(t *testing.T, pcs *v1alpha1.PodCliqueSet) map[string]string 
 	out := map[string]string{}
 	for i := range p.Spec.Template.Cliques {
 		c := &p.Spec.Template.Cliques[i]
-		h, err := revision.PodTemplateHash(&c.Template)
+		h, err := revision.CliqueHash(c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -160,7 +160,7 @@ func childrenDisagreeing(ctx context.Context, t *testing.T, ns string) []string 
 			continue
 		}
 		live++
-		hash, err := revision.PodTemplateHash(&c.Spec.Template)
+		hash, err := revision.PodCliqueHash(c)
 		if err != nil {
 			t.Fatal(err)
 		}

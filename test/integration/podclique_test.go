@@ -123,7 +123,7 @@ func (s *podCliqueScene) rollToV2() string {
 		spec.Template = podTemplate("frontend:v2")
 		spec.Revision = "web-frontend-v2"
 	})
-	h, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	h, _ := revision.PodCliqueHash(s.pclq)
 	return h
 }
 
@@ -215,7 +215,7 @@ func (pw *podWatch) check(t *testing.T) []string {
 
 func TestPodClique_CreatesPodsWithStableIndicesHostnamesAndLabels(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{})
-	hash, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	hash, _ := revision.PodCliqueHash(s.pclq)
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(hash, "web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"))
 	for i, p := range s.pods() {
 		want := map[string]string{
@@ -243,7 +243,7 @@ func TestPodClique_CreatesPodsWithStableIndicesHostnamesAndLabels(t *testing.T) 
 
 func TestPodClique_RollingUpdateReplacesOnePodAtATimeOldestFirst(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{})
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 2, 3) // maxUnavailable 1, maxSurge 0
@@ -258,7 +258,7 @@ func TestPodClique_RollingUpdateReplacesOnePodAtATimeOldestFirst(t *testing.T) {
 func TestPodClique_SurgeKeepsFullCapacityAndEndsWithoutHoles(t *testing.T) {
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{MaxUnavailable: &zero, MaxSurge: &one})
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 3, 4)
@@ -273,7 +273,7 @@ func TestPodClique_SurgeKeepsFullCapacityAndEndsWithoutHoles(t *testing.T) {
 
 func TestPodClique_OnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType})
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	pw := watchPods(t, s.ns, 0, 3)
@@ -313,7 +313,7 @@ func TestPodClique_OnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 func TestPodClique_MaxUpdatedHoldsBackAndRecreatesHeldPodsAtTheCurrentRevision(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{})
 	ctx := context.Background()
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 
@@ -340,7 +340,7 @@ func TestPodClique_MaxUpdatedHoldsBackAndRecreatesHeldPodsAtTheCurrentRevision(t
 		spec.Template = podTemplate("frontend:v2")
 		spec.Revision = "web-v2"
 	})
-	v2, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v2, _ := revision.PodCliqueHash(s.pclq)
 	byHash := func() (map[string][]string, string) {
 		out := map[string][]string{}
 		var state []string
@@ -371,7 +371,7 @@ func TestPodClique_MaxUpdatedHoldsBackAndRecreatesHeldPodsAtTheCurrentRevision(t
 func TestPodClique_ScalesThroughScaleSubresourceWithoutUpdating(t *testing.T) {
 	s := newPodCliqueScene(t, 2, v1alpha1.ChildUpdateStrategy{})
 	ctx := context.Background()
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	waitFor(t, "2 ready pods", 30*time.Second, s.settled(v1, "web-0-frontend-0", "web-0-frontend-1"))
 	scale := func(n int32) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

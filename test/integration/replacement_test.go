@@ -65,7 +65,7 @@ func layoutOf(pods []corev1.Pod) string {
 // deletion.
 func TestPodClique_TerminationStartedReplacesWhileThePredecessorTerminates(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{PodReplacementPolicy: v1alpha1.TerminationStarted})
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	s.setHold(true)
@@ -110,7 +110,7 @@ func TestPodClique_TerminationStartedReplacesWhileThePredecessorTerminates(t *te
 // nothing there until the pod is gone, then refills it under the same name.
 func TestPodClique_TerminationCompleteWaitsForThePredecessorToGo(t *testing.T) {
 	s := newPodCliqueScene(t, 3, v1alpha1.ChildUpdateStrategy{PodReplacementPolicy: v1alpha1.TerminationComplete})
-	v1, _ := revision.PodTemplateHash(&s.pclq.Spec.Template)
+	v1, _ := revision.PodCliqueHash(s.pclq)
 	names := []string{"web-0-frontend-0", "web-0-frontend-1", "web-0-frontend-2"}
 	waitFor(t, "3 ready pods", 30*time.Second, s.settled(v1, names...))
 	s.setHold(true)

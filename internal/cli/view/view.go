@@ -201,7 +201,7 @@ func (r *renderer) images() {
 		item := c.Name + " " + now
 		if current != nil && current.Name != r.s.PCS.Status.UpdateRevision {
 			if t, _, err := revision.CliqueTemplate(current, c.Name); err == nil {
-				if was := imagesOf(t); was != now {
+				if was := imagesOf(&t.Template); was != now {
 					item = c.Name + " " + r.paint(yellow, was) + " -> " + r.paint(green, now)
 				}
 			}

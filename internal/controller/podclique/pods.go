@@ -53,9 +53,10 @@ func newPod(pclq *v1alpha1.PodClique, c rollout.Create, t podTemplate, name stri
 		},
 		Spec: *t.spec.Spec.DeepCopy(),
 	}
-	// Stable DNS: <pod>.<pcs>-<replica> under the replica's headless Service.
-	pod.Spec.Hostname = naming.Pod(pclq.Name, int(c.Index))
-	if pcs, ok := pclq.Labels[v1alpha1.LabelPodCliqueSet]; ok {
+	// Stable DNS: <pod>.<pcs>-<replica> under the replica's headless Service,
+	// unless the clique's peerDNS is None.
+	pod.Spec.Hostname, pod.Spec.Subdomain = naming.Pod(pclq.Name, int(c.Index)), ""
+	if pcs, ok := pclq.Labels[v1alpha1.LabelPodCliqueSet]; ok && t.peerDNS.Resolvable() {
 		if idx, ok := v1alpha1.IndexLabel(pclq.Labels, v1alpha1.LabelPodCliqueSetReplicaIndex); ok {
 			pod.Spec.Subdomain = naming.HeadlessService(pcs, int(idx))
 		}

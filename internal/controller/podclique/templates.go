@@ -16,6 +16,7 @@ import (
 // PodCliqueSet revision it belongs to.
 type podTemplate struct {
 	spec        *corev1.PodTemplateSpec
+	peerDNS     v1alpha1.PeerDNS
 	hash        string
 	setRevision string
 }
@@ -29,11 +30,11 @@ type revisionTemplates struct {
 // templates reads the update template from the spec and, when the owner names a
 // different current revision, the current template from that ControllerRevision.
 func (r *Reconciler) templates(ctx context.Context, pclq *v1alpha1.PodClique) (revisionTemplates, error) {
-	hash, err := revision.PodTemplateHash(&pclq.Spec.Template)
+	hash, err := revision.PodCliqueHash(pclq)
 	if err != nil {
 		return revisionTemplates{}, fmt.Errorf("hashing the template of PodClique %s: %w", pclq.Name, err)
 	}
-	update := podTemplate{spec: &pclq.Spec.Template, hash: hash, setRevision: pclq.Spec.Revision}
+	update := podTemplate{spec: &pclq.Spec.Template, peerDNS: pclq.Spec.PeerDNS, hash: hash, setRevision: pclq.Spec.Revision}
 	cur := pclq.Spec.UpdateStrategy.CurrentRevision
 	if cur == "" || cur == pclq.Spec.Revision {
 		return revisionTemplates{update: update, current: update}, nil
@@ -42,11 +43,11 @@ func (r *Reconciler) templates(ctx context.Context, pclq *v1alpha1.PodClique) (r
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: cur}, &cr); err != nil {
 		return revisionTemplates{}, fmt.Errorf("reading revision %s for PodClique %s: %w", cur, pclq.Name, err)
 	}
-	spec, curHash, err := revision.CliqueTemplate(&cr, pclq.Labels[v1alpha1.LabelClique])
+	c, curHash, err := revision.CliqueTemplate(&cr, pclq.Labels[v1alpha1.LabelClique])
 	if err != nil {
 		return revisionTemplates{}, err
 	}
-	return revisionTemplates{update: update, current: podTemplate{spec: spec, hash: curHash, setRevision: cur}}, nil
+	return revisionTemplates{update: update, current: podTemplate{spec: &c.Template, peerDNS: c.PeerDNS, hash: curHash, setRevision: cur}}, nil
 }
 
 // forHash returns the template with the given hash.

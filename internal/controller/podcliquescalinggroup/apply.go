@@ -192,6 +192,7 @@ func memberPodClique(g *v1alpha1.PodCliqueScalingGroup, c rollout.Create, t grou
 			// only ever recreate what is deleted, from the template they were made with.
 			UpdateStrategy: v1alpha1.ChildUpdateStrategy{Type: v1alpha1.OnDeleteStrategyType},
 			Template:       clique.Template,
+			PeerDNS:        clique.PeerDNS,
 			Gang:           gang.MemberGang(g, c.Index),
 		},
 	}

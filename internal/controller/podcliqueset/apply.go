@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,13 +69,25 @@ func (r *Reconciler) syncGangs(ctx context.Context, pcs *v1alpha1.PodCliqueSet, 
 	return gangs, nil
 }
 
-// syncServices keeps one headless Service per live replica (pods resolve as
-// <pod>.<pcs>-<replica>) and removes those of replicas that are gone.
-func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSet, plan rollout.SetPlan, mayCreate func() (bool, error)) error {
-	live := map[int32]bool{}
-	for _, rp := range plan.Replicas {
-		live[rp.Index] = true
+// servicesWanted are the live replicas that need a headless Service: those
+// whose template has a clique with peerDNS Replica (so that a replica's first
+// pods find a name), and those that still run a pod with a subdomain (one made
+// before peerDNS turned None keeps its name until it is replaced).
+func servicesWanted(plan rollout.SetPlan, t *v1alpha1.PodCliqueSetTemplateSpec, pods map[int32][]*corev1.Pod) map[int32]bool {
+	resolvable := false
+	for i := range t.Cliques {
+		resolvable = resolvable || t.Cliques[i].PeerDNS.Resolvable()
 	}
+	want := map[int32]bool{}
+	for _, rp := range plan.Replicas {
+		want[rp.Index] = resolvable || slices.ContainsFunc(pods[rp.Index], func(p *corev1.Pod) bool { return p.Spec.Subdomain != "" })
+	}
+	return want
+}
+
+// syncServices keeps a headless Service for each replica in want that is true
+// (pods resolve as <pod>.<pcs>-<replica>) and removes the others.
+func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSet, want map[int32]bool, mayCreate func() (bool, error)) error {
 	var list corev1.ServiceList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs.Name}); err != nil {
 		return fmt.Errorf("listing Services of %s: %w", pcs.Name, err)
@@ -87,14 +100,14 @@ func (r *Reconciler) syncServices(ctx context.Context, pcs *v1alpha1.PodCliqueSe
 			continue
 		}
 		have[idx] = true
-		if !live[idx] {
+		if !want[idx] {
 			if err := r.Client.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting Service %s: %w", svc.Name, err)
 			}
 		}
 	}
-	for idx := range live {
-		if have[idx] {
+	for idx, w := range want {
+		if !w || have[idx] {
 			continue
 		}
 		if ok, err := mayCreate(); !ok || err != nil {

@@ -91,7 +91,7 @@ func (e *childEncoder) clique(name string, t rollout.Target, existing *v1alpha1.
 		ObjectMeta: e.meta(naming.PodClique(e.pcs.Name, int(e.replica), name), map[string]string{v1alpha1.LabelClique: name}, t.SetRevision, live.Replicas),
 		Spec: v1alpha1.PodCliqueSpec{
 			Replicas: cs.Replicas, MinAvailable: &minAvailable, MinReadySeconds: e.spec.MinReadySeconds,
-			Revision: cs.Revision, UpdateStrategy: cs.UpdateStrategy, Template: at.Template,
+			Revision: cs.Revision, UpdateStrategy: cs.UpdateStrategy, Template: at.Template, PeerDNS: at.PeerDNS,
 		},
 	}
 	if e.baseGang != "" {

@@ -87,10 +87,10 @@ func compareChildren(t *testing.T, pcs *v1alpha1.PodCliqueSet, tmpls templates, 
 				t.Fatal(err)
 			}
 			written = childSpecOf(pclq.Spec.Replicas, pclq.Spec.Revision, pclq.Spec.UpdateStrategy)
-			updateHash = mustHash(revision.PodTemplateHash(&pclq.Spec.Template))
+			updateHash = mustHash(revision.PodCliqueHash(pclq))
 			currentHash = updateHash
 			if cur := pclq.Spec.UpdateStrategy.CurrentRevision; cur != "" {
-				currentHash = mustHash(revision.PodTemplateHash(&tmpls[cur].Clique(cp.Role).Template))
+				currentHash = mustHash(revision.CliqueHash(tmpls[cur].Clique(cp.Role)))
 			}
 		case rollout.KindGroup:
 			var existing *v1alpha1.PodCliqueScalingGroup

@@ -253,7 +253,7 @@ func controlledBy(o client.Object, uid types.UID) bool {
 // PodClique, and what the PodClique's own status says (the PodCliqueSet's
 // status never says more: rollout.Report).
 func cliqueTargetAndReport(pclq *v1alpha1.PodClique, revs rollout.Revisions) (*rollout.Target, *rollout.Report) {
-	hash, err := revision.PodTemplateHash(&pclq.Spec.Template)
+	hash, err := revision.PodCliqueHash(pclq)
 	if err != nil {
 		return nil, rollout.ReportOf(&pclq.Status, "", pclq.Spec.Replicas)
 	}

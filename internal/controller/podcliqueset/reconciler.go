@@ -105,7 +105,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mayCreate := sync.OnceValues(func() (bool, error) {
 		return fresh.MayCreate(ctx, r.APIReader, pcs, "the replicas' children")
 	})
-	if err := r.syncServices(ctx, pcs, plan, mayCreate); err != nil {
+	if err := r.syncServices(ctx, pcs, servicesWanted(plan, &spec.Template, children.pods), mayCreate); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.writeChildren(ctx, pcs, spec, revs, tmpls, plan, children, gangs, mayCreate); err != nil {

@@ -53,7 +53,7 @@ func Observe(cliques []v1alpha1.PodClique, podList []corev1.Pod, minReadySeconds
 		if !ok {
 			continue
 		}
-		h, err := revision.PodTemplateHash(&c.Spec.Template)
+		h, err := revision.PodCliqueHash(c)
 		if err == nil && c.DeletionTimestamp == nil {
 			podHash[c.Name] = h
 		}

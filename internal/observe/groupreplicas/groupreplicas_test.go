@@ -28,7 +28,7 @@ func member(name string, idx, groupRevision string, image string) v1alpha1.PodCl
 
 func memberPod(t *testing.T, clique *v1alpha1.PodClique, idx string) corev1.Pod {
 	t.Helper()
-	h, err := revision.PodTemplateHash(&clique.Spec.Template)
+	h, err := revision.PodCliqueHash(clique)
 	if err != nil {
 		t.Fatal(err)
 	}

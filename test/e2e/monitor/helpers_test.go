@@ -449,7 +449,7 @@ func podTemplate(clique, image string) corev1.PodTemplateSpec {
 
 func hashOf(clique, image string) string {
 	t := podTemplate(clique, image)
-	h, err := revision.PodTemplateHash(&t)
+	h, err := revision.PodTemplateHash(&t, "")
 	if err != nil {
 		panic(err)
 	}

@@ -36,7 +36,7 @@ func newTarget(pcs *v1alpha1.PodCliqueSet) (*target, error) {
 	var parts []string
 	for i := range t.spec.Template.Cliques {
 		c := &t.spec.Template.Cliques[i]
-		h, err := revision.PodTemplateHash(&c.Template)
+		h, err := revision.CliqueHash(c)
 		if err != nil {
 			return nil, fmt.Errorf("hashing the template of clique %s: %w", c.Name, err)
 		}
