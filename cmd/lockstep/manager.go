@@ -37,6 +37,7 @@ type managerOptions struct {
 	apiBurst         int
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElect      bool
 	leaderElectionNS string
 	webhookPort      int
@@ -69,6 +70,7 @@ func (o *managerOptions) bind(f *pflag.FlagSet, d managerDefaults) {
 	f.IntVar(&o.apiBurst, "kube-api-burst", 100, "Burst of requests above --kube-api-qps the "+d.what+" may send.")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", d.metricsAddr, "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", d.probeAddr, "Address the /healthz and /readyz probes listen on.")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's profiler (/debug/pprof) listens on, for measuring where the "+d.what+"'s CPU and memory go; empty (the default) disables it. It serves without authentication: bind it to localhost.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one "+d.what+" replica reconciles at a time.")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (defaults to the pod's namespace).")
 	f.IntVar(&o.webhookPort, "webhook-port", d.webhookPort, "Port the admission webhooks are served on.")
@@ -120,6 +122,7 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        leaseID,
 		LeaderElectionNamespace: o.leaderElectionNS,

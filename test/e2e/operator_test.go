@@ -109,6 +109,10 @@ func freePort() (int, error) {
 // chaos sets debug, so that a violation's log holds every plan's inputs.
 const envOperatorLogLevel = "LOCKSTEP_E2E_OPERATOR_LOG_LEVEL"
 
+// envOperatorPprof, when set, is the address the operator serves Go's
+// profiler on (--pprof-bind-address), to see where a benchmark's CPU goes.
+const envOperatorPprof = "LOCKSTEP_E2E_OPERATOR_PPROF"
+
 // start runs the operator and waits until its webhooks answer through the
 // apiserver, so that the next write a test makes is admitted by this run.
 func (o *operator) start(ctx context.Context) error {
@@ -130,6 +134,9 @@ func (o *operator) start(ctx context.Context) error {
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(o.probePort)}
 	if level := os.Getenv(envOperatorLogLevel); level != "" {
 		args = append(args, "--log-level", level)
+	}
+	if addr := os.Getenv(envOperatorPprof); addr != "" {
+		args = append(args, "--pprof-bind-address", addr)
 	}
 	if o.serveOnly {
 		args = append(args, "--cert-secret=") // no rotator: the certificates are in certDir

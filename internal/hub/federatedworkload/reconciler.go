@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -173,6 +174,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		writeStatus = write.StatusFirst[fleetv1alpha1.FederatedWorkload]
 	}
 	if statusErr := writeStatus(ctx, r.Client, &fw, setStatus); statusErr != nil {
+		if apierrors.IsConflict(statusErr) && len(out.Writes) > 0 {
+			staleRounds.Inc()
+			ctrl.LoggerFrom(ctx).V(1).Info("round planned from a stale workload: sent nothing, looking again",
+				"resourceVersion", fw.ResourceVersion, "writesHeld", len(out.Writes))
+		}
 		return requeue.OnConflict(ctrl.Result{}, statusErr)
 	}
 	// A failed member write is retried by the next round, which reads what

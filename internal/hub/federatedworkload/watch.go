@@ -53,8 +53,15 @@ var statusToGrant = prometheus.NewHistogram(prometheus.HistogramOpts{
 })
 
 func init() {
-	crmetrics.Registry.MustRegister(statusToGrant)
+	crmetrics.Registry.MustRegister(statusToGrant, staleRounds)
 }
+
+// staleRounds counts the rounds that sent nothing because the workload they
+// were planned from was older than the hub's own last write to it.
+var staleRounds = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "lockstep_fleet_stale_rounds_total",
+	Help: "Rounds of FederatedWorkloads that sent no member write because their status write conflicted: the workload they were planned from was older than the last one written (a cache behind the hub's own writes). Each is looked at again shortly.",
+})
 
 // MemberEvents turns changes of the member objects the hub labelled into
 // rounds of their FederatedWorkloads. It is a members.Watcher: each member

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
@@ -59,12 +60,17 @@ func TestFederatedWorkload_ARoundOnAStaleWorkloadSendsNothing(t *testing.T) {
 	// A round on the workload as the first round read it.
 	pf.hub.Client = &staleWorkload{Client: hubEnv.Client, fw: stale}
 	pf.rec.take()
+	staleBefore := counterValue(t, "lockstep_fleet_stale_rounds_total")
 	_, err := pf.hub.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: pf.ns, Name: fwName}})
 	if err != nil && !apierrors.IsConflict(err) {
 		t.Fatalf("the round on the stale workload: %v", err)
 	}
 	if got := pf.rec.take().all(); len(got) > 0 {
 		t.Errorf("the round on the stale workload sent %d request(s): %s", len(got), strings.Join(hubRequests(got), "; "))
+	}
+	// At least: a hub of another test in this process may count its own.
+	if n := counterValue(t, "lockstep_fleet_stale_rounds_total") - staleBefore; n < 1 {
+		t.Errorf("lockstep_fleet_stale_rounds_total grew by %v over the round on the stale workload, want it counted", n)
 	}
 
 	pf.hub.Client = hubEnv.Client
@@ -105,4 +111,22 @@ func entry(fw *fleetv1alpha1.FederatedWorkload, name string) *fleetv1alpha1.Fede
 		}
 	}
 	return &fleetv1alpha1.FederatedClusterStatus{}
+}
+
+// counterValue is the value of a counter without labels in the metrics
+// registry (0 when it is not there).
+func counterValue(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
