@@ -57,7 +57,7 @@ func runOperator(o *operatorOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	gangs, err := gang.Select(dc, o.gangBackend, gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()})
+	gangs, err := gang.Select(dc, o.gangBackend, gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), IndexedPods: true})
 	if err != nil {
 		return err
 	}

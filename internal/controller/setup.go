@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 
 	"github.com/lockstep-dev/lockstep/internal/controller/podclique"
@@ -23,6 +25,9 @@ import (
 // registers it with the manager; gangs places pods in gangs (gang.None{} for
 // plain pods).
 func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
+	if err := pods.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	rollouts := lockstepmetrics.NewRollouts(crmetrics.Registry)
 	batch := &write.Batch{}
 	if err := lockstepmetrics.RegisterState(crmetrics.Registry, lockstepmetrics.NewState(mgr.GetClient(), lockstepmetrics.LeaderOnly(mgr.Elected()), time.Now)); err != nil {

@@ -101,6 +101,10 @@ type Options struct {
 	// APIReader reads pods uncached where a stale read is unsafe: before a gang's
 	// object is deleted to change its minimum. Defaults to Client.
 	APIReader client.Reader
+	// IndexedPods says Client's cache indexes pods by pods.IndexPodCliqueSet
+	// (pods.AddIndexes): GangStatus then lists a PodCliqueSet's pods through
+	// the index rather than by label.
+	IndexedPods bool
 }
 
 func (o Options) withDefaults() Options {

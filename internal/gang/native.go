@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 )
 
 // Native places gangs with the scheduler's own gang scheduling (Kubernetes
@@ -172,7 +173,7 @@ func (n *Native) create(ctx context.Context, owner client.Object, gvk schema.Gro
 // uses it, so that the next sync creates it anew. The pods are read uncached:
 // a pod the cache has not shown yet would keep the deleted PodGroup alive.
 func (n *Native) replaceIfUnused(ctx context.Context, pg *schedulingv1alpha2.PodGroup) error {
-	pods, err := members(ctx, n.opts.APIReader, pg)
+	pods, err := members(ctx, n.opts.APIReader, pg, false)
 	if err != nil {
 		return err
 	}
@@ -203,7 +204,7 @@ func (n *Native) GangStatus(ctx context.Context, key client.ObjectKey) (Status, 
 		}
 		return Status{}, fmt.Errorf("reading PodGroup %s: %w", key.Name, err)
 	}
-	pods, err := members(ctx, n.opts.Client, pg)
+	pods, err := members(ctx, n.opts.Client, pg, n.opts.IndexedPods)
 	if err != nil {
 		return Status{}, err
 	}
@@ -212,11 +213,16 @@ func (n *Native) GangStatus(ctx context.Context, key client.ObjectKey) (Status, 
 
 // members lists the pods that joined the PodGroup. Pods cannot be selected by
 // spec.schedulingGroup on the server, so they are filtered here, from the
-// PodGroup's PodCliqueSet's pods when it names one.
-func members(ctx context.Context, r client.Reader, pg *schedulingv1alpha2.PodGroup) ([]corev1.Pod, error) {
+// PodGroup's PodCliqueSet's pods when it names one (through the cache's
+// index when indexed).
+func members(ctx context.Context, r client.Reader, pg *schedulingv1alpha2.PodGroup, indexed bool) ([]corev1.Pod, error) {
 	opts := []client.ListOption{client.InNamespace(pg.Namespace)}
 	if pcs, ok := pg.Labels[v1alpha1.LabelPodCliqueSet]; ok {
-		opts = append(opts, client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs})
+		if indexed {
+			opts = pods.OfPodCliqueSet(pg.Namespace, pcs)
+		} else {
+			opts = append(opts, client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs})
+		}
 	}
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, opts...); err != nil {

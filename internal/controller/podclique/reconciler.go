@@ -72,8 +72,7 @@ func (r *Reconciler) reconcile(ctx context.Context, pclq *v1alpha1.PodClique) (c
 // ownedPods lists the pods of a PodClique from the cache.
 func (r *Reconciler) ownedPods(ctx context.Context, pclq *v1alpha1.PodClique) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pclq.Namespace),
-		client.MatchingLabels{v1alpha1.LabelPodClique: pclq.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, podutil.OfPodClique(pclq.Namespace, pclq.Name)...); err != nil {
 		return nil, fmt.Errorf("listing pods of PodClique %s: %w", pclq.Name, err)
 	}
 	owned := list.Items[:0]
