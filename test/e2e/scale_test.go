@@ -307,7 +307,7 @@ func clientQPS(t *testing.T, kcm, op int) string {
 	// kube-controller-manager's defaults are 20/30, the operator's 50/100
 	// (cmd/lockstep).
 	k, o := limits(kcm, "20", "30"), limits(op, "50", "100")
-	s := fmt.Sprintf("client QPS/burst: kube-controller-manager %s (each of its controllers' own client), operator %s (one client for all its controllers)", k, o)
+	s := fmt.Sprintf("client QPS/burst: kube-controller-manager %s (each of its controllers' own client), operator %s (one client for all its controllers, paced per resource: its pod writes have a bucket of their own)", k, o)
 	if k != o {
 		s += "; not equal (`make bench-scale` gives kube-controller-manager the operator's)"
 	}
