@@ -35,8 +35,8 @@ import (
 // moving no faster than the limits the hub wrote).
 
 const (
-	fwName        = "web"
-	fwPlacement   = "web-placement"
+	fwName      = "web"
+	fwPlacement = "web-placement"
 	// fwStepTimeout bounds one step of a rollout. It was 30 s; twice in CI
 	// (under -race, beside other envtest packages) the first member of a
 	// rollout was not started within it, and the step passed in every rerun.
