@@ -58,6 +58,10 @@ const (
 	// back to deleting outdated units beyond maxUnavailable. An Event of the
 	// same name says so once.
 	ReasonSurgeUnschedulable ConditionReason = "SurgeUnschedulable"
+	// ReasonSoaking: the rollout rests at a gate's checkpoint for its soakSeconds.
+	ReasonSoaking ConditionReason = "Soaking"
+	// ReasonAwaitingApproval: the rollout waits at a gate for `kubectl lockstep approve`.
+	ReasonAwaitingApproval ConditionReason = "AwaitingApproval"
 	// ReasonPaused: spec.paused holds the rollout.
 	ReasonPaused ConditionReason = "Paused"
 	// ReasonProgressDeadlineExceeded: no progress within progressDeadlineSeconds.

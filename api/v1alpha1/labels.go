@@ -48,6 +48,16 @@ const (
 // strategy. Replicas and update strategies are left as they are.
 const AnnotationRollbackTo = "lockstep.dev/rollback-to"
 
+// AnnotationApprovedRevision on a PodCliqueSet approves one gate of one
+// rollout: its value is <updateRevision>@<gate name> (status.updateProgress.gate
+// names the gate waiting). `kubectl lockstep approve` writes it. An approval
+// names its revision so that it never opens a gate of a later rollout.
+const AnnotationApprovedRevision = "lockstep.dev/approved-revision"
+
+// ApprovalOf is the AnnotationApprovedRevision value that approves gate of the
+// rollout to revision.
+func ApprovalOf(revision, gate string) string { return revision + "@" + gate }
+
 // AnnotationRestartedAt on a clique's pod template (set by `kubectl lockstep
 // restart`) holds when a restart was asked for: changing it changes the
 // template, which rolls out like any other update.

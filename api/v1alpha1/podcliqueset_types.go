@@ -303,6 +303,18 @@ type PodCliqueSetUpdateProgress struct {
 	// +listType=atomic
 	// +optional
 	UpdatingReplicas []PodCliqueSetReplicaUpdateProgress `json:"updatingReplicas,omitempty"`
+
+	// Gate is the checkpoint the rollout waits at now; unset when it waits at
+	// none.
+	// +optional
+	Gate *GateStatus `json:"gate,omitempty"`
+
+	// ReplicaGatesPassed is the highest N whose checkpoint replicas-N has
+	// opened in this rollout: a replica that turns unavailable and back does
+	// not make the rollout wait at it again.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ReplicaGatesPassed int32 `json:"replicaGatesPassed,omitempty"`
 }
 
 // UnitCounts are unit counts summed over every level of a PodCliqueSet.

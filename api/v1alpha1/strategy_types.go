@@ -30,6 +30,7 @@ const (
 // PodCliqueSetUpdateStrategy says how a PodCliqueSet rolls to a new revision.
 // +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdate) || !(has(self.rollingUpdate.maxUnavailable) || has(self.rollingUpdate.maxSurge)) || self.type == 'ReplicaRecreate'",message="rollingUpdate.maxUnavailable and rollingUpdate.maxSurge are only allowed with type ReplicaRecreate; with RollingUpdate PodCliqueSet replicas update one at a time, and with OnDelete nothing is deleted (set maxUnavailable/maxSurge on cliques or scaling groups instead)"
 // +kubebuilder:validation:XValidation:rule="!has(self.roleUpgrade) || self.type == 'RollingUpdate' || self.type == 'RollingRecreate'",message="roleUpgrade is only allowed with type RollingUpdate"
+// +kubebuilder:validation:XValidation:rule="!has(self.gate) || self.type != 'OnDelete'",message="gate is not allowed with type OnDelete: nothing is updated in order, so there is no checkpoint to hold"
 type PodCliqueSetUpdateStrategy struct {
 	// Type is RollingUpdate (the default; RollingRecreate is an accepted synonym),
 	// ReplicaRecreate or OnDelete. Changing it takes effect for the next
@@ -46,6 +47,13 @@ type PodCliqueSetUpdateStrategy struct {
 	// Only with type RollingUpdate.
 	// +optional
 	RoleUpgrade *RoleUpgrade `json:"roleUpgrade,omitempty"`
+
+	// Gate is a checkpoint after each PodCliqueSet replica: once a replica
+	// runs the update revision and is available, the next one starts only when
+	// the gate opens (checkpoint replicas-N after N updated replicas). There
+	// is none before the first replica nor after the last. Not with OnDelete.
+	// +optional
+	Gate *Gate `json:"gate,omitempty"`
 }
 
 // PodCliqueSetRollingUpdate tunes how PodCliqueSet replicas are updated.
@@ -109,6 +117,12 @@ type RoleUpgradeStep struct {
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9]|[1-9][0-9]|100)%$')",message="must be an integer of at least 1 or a percentage in (0%, 100%]"
 	UpdateTo intstr.IntOrString `json:"updateTo"`
+
+	// Gate is a checkpoint after this step inside each replica: once the
+	// step is satisfied, the next step (or the roles no step names) starts
+	// only when the gate opens (checkpoint replica-I-step-K, K counted from 1).
+	// +optional
+	Gate *Gate `json:"gate,omitempty"`
 }
 
 // ComponentUpdateStrategy bounds how many units of one standalone clique (pods)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
@@ -43,6 +44,8 @@ const (
 	RoleStepOrder Name = "role-step-order"
 	// PartitionHolds: PCS replicas below the partition do not move to the target.
 	PartitionHolds Name = "partition-holds"
+	// GatesHold: no PodCliqueSet replica starts its update past a closed gate.
+	GatesHold Name = "gates-hold"
 	// PauseHolds: while paused, nothing moves to the target.
 	PauseHolds Name = "pause-holds"
 	// ReplicaBoundary: a PCS replica starts updating (and a role step starts)
@@ -521,6 +524,30 @@ func CheckRoleStepBoundary(steps []Step, replica int32, role string, updated int
 		}
 		return violation(ReplicaBoundary, "role %s of PCS replica %d started step %d (%s) while step %d's role %s still has %s with %d live and %d terminating pods",
 			role, replica, first, started, first-1, prev.Role, s.Unit, s.Live, s.Terminating)
+	}
+	return nil
+}
+
+// CheckReplicaGates: with a gate after each PodCliqueSet replica, the replicas
+// that have started the update are at most one wave (the replicas the
+// strategy may update at once) per checkpoint opened: the first wave needs
+// none, each later one an approved checkpoint.
+func CheckReplicaGates(started []int32, wave int32, approved int) []Violation {
+	if limit := wave * int32(1+approved); int32(len(started)) > limit {
+		return violation(GatesHold, "replicas %v started the update: at most %d with waves of %d and %d checkpoints approved",
+			started, limit, wave, approved)
+	}
+	return nil
+}
+
+// CheckSoak: with a soak after each PodCliqueSet replica updated one at a
+// time, replicas start at least soak apart (a replica starts after the one
+// before it is done, and then the soak runs). starts are in time order.
+func CheckSoak(starts []time.Duration, soak time.Duration) []Violation {
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i] - starts[i-1]; gap < soak {
+			return violation(GatesHold, "replica updates started %s apart (at %s and %s), under the soak of %s", gap, starts[i-1], starts[i], soak)
+		}
 	}
 	return nil
 }

@@ -184,6 +184,18 @@ type Progress struct {
 	// resumed): only a count rising above them is progress.
 	Counts           ProgressCounts
 	UpdatingReplicas []ReplicaProgress
+	// Gate is the checkpoint the plan waits at; nil when it waits at none.
+	Gate *GateWait
+	// ReplicaGatesPassed is the highest N whose checkpoint replicas-N opened
+	// in the rollout to UpdateRevision.
+	ReplicaGatesPassed int32
+}
+
+// GateWait is a checkpoint a rollout waits at.
+type GateWait struct {
+	Name      string
+	Reason    v1alpha1.ConditionReason
+	ReachedAt time.Time
 }
 
 // SetInput is everything PlanSet reads.
@@ -194,6 +206,9 @@ type SetInput struct {
 	Replicas  []ReplicaObservation
 	Previous  Progress
 	Now       time.Time
+	// Approved is the PodCliqueSet's approval annotation
+	// (v1alpha1.AnnotationApprovedRevision); "" for none.
+	Approved string
 }
 
 // ChildTarget is the target of one named child of a PCS replica.
@@ -232,6 +247,9 @@ type SetStatus struct {
 	// update revision, indices are exactly [0, replicas) and all are available.
 	Complete         bool
 	DeadlineExceeded bool
+	// GateRecheckIn is when the gate the plan waits at may open by itself (a
+	// soak ending); 0 when none will.
+	GateRecheckIn time.Duration
 	Conditions       []Condition
 }
 

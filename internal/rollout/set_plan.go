@@ -74,6 +74,10 @@ type setPlanner struct {
 	in    SetInput
 	shape *setShape
 	views []*replicaView
+	// the replica checkpoint, decided once per plan (replicaGate)
+	gateDecided bool
+	gate        *gateWait
+	gatesPassed int32
 }
 
 func (p *setPlanner) paused() bool { return p.shape.spec.Paused }
@@ -283,7 +287,9 @@ func (p *setPlanner) replicaPolicy() Policy {
 	}
 	pol.Type = v1alpha1.RollingUpdateStrategyType
 	pol.MaxUnavailable, pol.MaxSurge = p.shape.setLimits()
-	if p.paused() {
+	if p.paused() || p.replicaGate() != nil {
+		// as paused, a closed gate lets the recreations under way finish and
+		// starts none
 		units := p.replicaUnits()
 		frozen := countUnits(units, func(u *Unit) bool { return u.Index < p.shape.replicas && u.Revision == rev.Update.Name })
 		frozen += int32(len(p.recreationsUnderWay(units)))

@@ -22,6 +22,9 @@ func PlanSet(in SetInput) (SetPlan, error) {
 		return SetPlan{}, err
 	}
 	p := &setPlanner{in: in, shape: shape}
+	if in.Previous.UpdateRevision == in.Revisions.Update.Name {
+		p.gatesPassed = in.Previous.ReplicaGatesPassed
+	}
 	return p.plan()
 }
 

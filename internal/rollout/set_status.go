@@ -19,6 +19,9 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 	}
 	s.Units = p.unitCounts(s)
 	s.Progress, s.DeadlineExceeded = p.progress(s, u)
+	if u.gate != nil {
+		s.GateRecheckIn = u.gate.verdict.RecheckIn
+	}
 	progressing := p.progressingCondition(s, u)
 	s.Conditions = append([]Condition{p.availableCondition(s), progressing}, kstatusConditions(progressing)...)
 	return s
@@ -26,13 +29,14 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 
 // kstatusConditions are Reconciling and Stalled, read from Progressing the way
 // kstatus expects them: Reconciling is True while the operator still has work
-// it will do by itself; a rollout held by design (paused, at the partition,
-// OnDelete waiting for deletions) is not reconciling; a passed deadline stalls.
+// it will do by itself (a soak included); a rollout held by design (paused,
+// at the partition, awaiting approval, OnDelete waiting for deletions) is not
+// reconciling; a passed deadline stalls.
 func kstatusConditions(progressing Condition) []Condition {
 	reconciling := Condition{Type: v1alpha1.ConditionReconciling, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
 	stalled := Condition{Type: v1alpha1.ConditionStalled, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
 	switch progressing.Reason {
-	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonScaling:
+	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonScaling, v1alpha1.ReasonSoaking:
 		reconciling.Status = "True"
 	case v1alpha1.ReasonProgressDeadlineExceeded:
 		stalled.Status = "True"
@@ -93,7 +97,10 @@ func (p *setPlanner) unitCounts(s SetStatus) ProgressCounts {
 // progress carries the update's timestamps forward and tracks the deadline.
 func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	rev, prev := p.in.Revisions, p.in.Previous
-	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, UpdatingReplicas: u.progress}
+	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, UpdatingReplicas: u.progress, ReplicaGatesPassed: p.gatesPassed}
+	if g := u.gate; g != nil {
+		prog.Gate = &GateWait{Name: g.name, Reason: g.verdict.Reason, ReachedAt: g.reachedAt}
+	}
 	if prev.UpdateRevision == rev.Update.Name {
 		prog.UpdateStartedAt, prog.UpdateEndedAt = prev.UpdateStartedAt, prev.UpdateEndedAt
 	}
@@ -120,7 +127,9 @@ func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	if prev.UpdateRevision != rev.Update.Name {
 		best = ProgressCounts{} // a new rollout starts from nothing
 	}
-	prog.LastProgressAt, prog.Counts, exceeded = TrackProgress(prev.LastProgressAt, best, p.unitCounts(s), p.in.Now, p.paused(), active, deadline)
+	// time waiting at a gate, as time paused, never counts against the deadline
+	held := p.paused() || u.gate != nil
+	prog.LastProgressAt, prog.Counts, exceeded = TrackProgress(prev.LastProgressAt, best, p.unitCounts(s), p.in.Now, held, active, deadline)
 	return prog, exceeded
 }
 
@@ -149,6 +158,8 @@ func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition
 		c.Reason, c.Message = v1alpha1.ReasonRolloutComplete, fmt.Sprintf("every replica runs revision %s", s.UpdateRevision)
 	case p.paused():
 		c.Status, c.Reason, c.Message = "Unknown", v1alpha1.ReasonPaused, "the rollout is paused"
+	case u.gate != nil:
+		c.Reason, c.Message = u.gate.verdict.Reason, fmt.Sprintf("%d of %d replicas updated; %s", s.UpdatedReplicas, p.shape.replicas, u.gate.verdict.Message)
 	case s.DeadlineExceeded:
 		c.Status, c.Reason, c.Message = "False", v1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
 	case !p.rolloutActive():

@@ -3,10 +3,12 @@ package rollout
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"k8s.io/utils/ptr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
 // updatingSet is the PCS replicas updating now, by index.
@@ -14,6 +16,8 @@ type updatingSet struct {
 	selected *replicaView // RollingUpdate: the one replica updating
 	steps    *stepState   // RollingUpdate with roleUpgrade: where selected stands
 	progress []ReplicaProgress
+	// gate is the checkpoint the rollout waits at: nothing new starts past it.
+	gate *gateWait
 }
 
 func (u *updatingSet) has(index int32) bool {
@@ -54,11 +58,19 @@ func (p *setPlanner) updatingReplicas(level LevelPlan) *updatingSet {
 	switch p.shape.strategy {
 	case v1alpha1.RollingUpdateStrategyType:
 		u.selected = p.selectReplica()
+		if u.selected != nil && !p.started(u.selected) {
+			// the next replica starts only past the checkpoint after the last
+			if u.gate = p.replicaGate(); u.gate != nil {
+				u.selected = nil
+			}
+		}
 		if u.selected != nil {
 			u.steps = p.stepState(u.selected)
+			u.gate = u.steps.gate
 			u.progress = append(u.progress, p.replicaProgress(u.selected.index, false, u.steps.status()))
 		}
 	case v1alpha1.ReplicaRecreateStrategyType:
+		u.gate = p.replicaGate()
 		for _, v := range p.views {
 			if p.isRecreating(v, level) {
 				surge := v.obs != nil && v.obs.Surge || v.index >= p.shape.replicas
@@ -154,6 +166,98 @@ func (p *setPlanner) selectReplica() *replicaView {
 	})
 }
 
+// gateWait is a closed gate at a checkpoint.
+type gateWait struct {
+	name      string
+	reachedAt time.Time
+	verdict   gate.Verdict
+}
+
+// checkpoint evaluates g at the checkpoint name; nil when it is open. The
+// checkpoint was reached when the last plan of this rollout first waited at
+// it, or now.
+func (p *setPlanner) checkpoint(g *v1alpha1.Gate, name string) *gateWait {
+	reached := p.in.Now
+	prev := p.in.Previous
+	if prev.Gate != nil && prev.Gate.Name == name && prev.UpdateRevision == p.in.Revisions.Update.Name && !prev.Gate.ReachedAt.IsZero() {
+		reached = prev.Gate.ReachedAt
+	}
+	v := gate.Evaluate(gate.Input{Gate: g, Name: name, Revision: p.in.Revisions.Update.Name, ReachedAt: reached, Now: p.in.Now,
+		Approved: p.in.Approved})
+	if v.Open {
+		return nil
+	}
+	return &gateWait{name: name, reachedAt: reached, verdict: v}
+}
+
+// replicaGate is the closed checkpoint replicas-N that holds back the next
+// PodCliqueSet replica, N the replicas at or above the partition whose update
+// is done (under ReplicaRecreate: that run the update revision and are
+// available); nil when none holds (no gate, no replica done yet, nothing left to
+// start, or N passed already in this rollout). It is decided once per plan.
+func (p *setPlanner) replicaGate() *gateWait {
+	if p.gateDecided {
+		return p.gate
+	}
+	p.gateDecided = true
+	g := p.shape.spec.UpdateStrategy.Gate
+	if g == nil || p.paused() || !p.rolloutActive() {
+		return nil
+	}
+	n, waiting := int32(0), false
+	recreate := p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType
+	for _, v := range p.views {
+		if v.obs == nil || v.obs.Terminating || v.index < p.shape.partition || v.index >= p.shape.replicas {
+			continue
+		}
+		switch {
+		case recreate && v.revision == p.in.Revisions.Update.Name && v.available, !recreate && v.done():
+			// ReplicaRecreate moves on as soon as a replica is available (its
+			// budget counts it so): so does the gate. Surge replicas come
+			// and go with the budget and count for no checkpoint.
+			n++
+		case !p.started(v):
+			waiting = true
+		}
+	}
+	if n == 0 || !waiting || n <= p.gatesPassed {
+		return nil
+	}
+	if p.gate = p.checkpoint(g, gate.ReplicasName(n)); p.gate == nil {
+		p.gatesPassed = n
+	}
+	return p.gate
+}
+
+// started reports whether a PodCliqueSet replica's update is under way: under
+// ReplicaRecreate, it is made from the update revision or on its way out;
+// else the last plan was updating it, its surge units still hold pods, or some unit of
+// a role the rollout changes runs the update revision. A gate never stops a
+// replica half-way.
+func (p *setPlanner) started(v *replicaView) bool {
+	if p.shape.strategy == v1alpha1.ReplicaRecreateStrategyType {
+		// picked by the last plan is not started: the budget may have let
+		// none of it go yet
+		return v.revision == p.in.Revisions.Update.Name || v.obs != nil && v.obs.Terminating
+	}
+	for _, prev := range p.in.Previous.UpdatingReplicas {
+		if prev.Index == v.index {
+			return true
+		}
+	}
+	if len(v.surgeLeft) > 0 {
+		return true
+	}
+	for i := range v.roles {
+		// a role the rollout does not change is on its update revision from the start
+		rv := &v.roles[i]
+		if name := rv.shape.name; p.updateRoleRevision(name) != p.currentRoleRevision(name) && rv.status.UpdatedReplicas > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // stepState is the selected replica's position in roleUpgrade.steps.
 type stepState struct {
 	steps   []v1alpha1.RoleUpgradeStep
@@ -164,6 +268,8 @@ type stepState struct {
 	// surgeLeft: the current step's role has its units but its surge units
 	// still hold pods; the next step waits for them (the boundary rule)
 	surgeLeft []string
+	// gate: the current step is satisfied and its gate is closed
+	gate *gateWait
 }
 
 // stepState finds the current step. A step once passed stays passed for this
@@ -194,6 +300,11 @@ func (p *setPlanner) stepState(v *replicaView) *stepState {
 		if len(rv.surgeLeft) > 0 {
 			s.surgeLeft = rv.surgeLeft
 			break
+		}
+		if g := s.steps[s.current].Gate; g != nil {
+			if s.gate = p.checkpoint(g, gate.StepName(v.index, s.current+1)); s.gate != nil {
+				break
+			}
 		}
 	}
 	return s

@@ -2,7 +2,10 @@ package simulate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/invariant"
@@ -25,6 +28,10 @@ type checker struct {
 	// terminating when the pause began: a ReplicaRecreate recreation under way
 	// brings them back on the update revision.
 	replicasUnderWay map[int32]bool
+	// approved are the approvals given (revision@checkpoint); started when
+	// each replica first had a unit on the update revision of rev
+	approved map[string]bool
+	started  map[int32]time.Duration
 }
 
 // roleKey names a role of a replica at one of its template revisions.
@@ -34,7 +41,66 @@ type roleKey struct {
 }
 
 func newChecker() *checker {
-	return &checker{updated: map[roleKey]int32{}, outdated: map[int32]bool{}, prefix: map[int32]int{}}
+	return &checker{updated: map[roleKey]int32{}, outdated: map[int32]bool{}, prefix: map[int32]int{}, approved: map[string]bool{},
+		started: map[int32]time.Duration{}}
+}
+
+// approve notes an approval of gate in the rollout to rev.
+func (c *checker) approve(rev, gate string) {
+	c.approved[v1alpha1.ApprovalOf(rev, gate)] = true
+}
+
+// gates checks that no PodCliqueSet replica started past a closed gate: by
+// count against the approvals, and by time against the soak.
+func (c *checker) gates(s *sim) string {
+	g := s.spec.UpdateStrategy.Gate
+	typ := s.spec.UpdateStrategy.Type
+	if g == nil || s.spec.Paused || typ == v1alpha1.OnDeleteStrategyType {
+		return ""
+	}
+	hold := invariant.HoldOf(s.spec)
+	var started []int32
+	for _, r := range s.model.replicas {
+		if r.terminating || r.index < hold.Partition || r.index >= *s.spec.Replicas {
+			continue
+		}
+		for _, st := range s.roleStates(r) {
+			if st.updated > 0 && s.roleChanging(st.name) {
+				started = append(started, r.index)
+				if _, seen := c.started[r.index]; !seen {
+					c.started[r.index] = s.now
+				}
+				break
+			}
+		}
+	}
+	wave := int32(1)
+	if typ == v1alpha1.ReplicaRecreateStrategyType {
+		mu, ms := s.spec.UpdateStrategy.RollingUpdate.Limits()
+		fp, err := rollout.ResolveFenceposts(ms, mu, *s.spec.Replicas)
+		if err != nil {
+			return err.Error()
+		}
+		wave = fp.MaxUnavailable + fp.MaxSurge
+	}
+	if g.Approval {
+		n := 0
+		for name := range c.approved {
+			if strings.HasPrefix(name, v1alpha1.ApprovalOf(s.revs.Update.Name, "replicas-")) {
+				n++
+			}
+		}
+		if v := first(invariant.CheckReplicaGates(started, wave, n)); v != "" {
+			return v
+		}
+	}
+	if g.SoakSeconds > 0 && wave == 1 {
+		starts := slices.Sorted(maps.Values(c.started))
+		if v := first(invariant.CheckSoak(starts, time.Duration(g.SoakSeconds)*time.Second)); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // plan checks the actions of one plan against the state they were planned on.
@@ -308,7 +374,11 @@ func (c *checker) state(s *sim) string {
 	rev := s.revs.Update.Name
 	if rev != c.rev {
 		c.outdated, c.prefix = map[int32]bool{}, map[int32]int{}
+		c.started = map[int32]time.Duration{}
 		c.rev = rev
+	}
+	if v := c.gates(s); v != "" {
+		return v
 	}
 	hold := invariant.HoldOf(s.spec)
 	steps, err := invariant.Steps(s.spec)

@@ -45,6 +45,8 @@ type Scenario struct {
 	Changes []Change
 	// Deletions delete pods by hand, as a user or an eviction would.
 	Deletions []Deletion
+	// Approvals approve gates, as `kubectl lockstep approve` would.
+	Approvals []Approval
 	// MaxSteps bounds the number of plans (default 20000); MaxTime bounds
 	// simulated time (default 48h). Hitting either ends the run as Stuck.
 	MaxSteps int
@@ -82,6 +84,14 @@ type Deletion struct {
 	GroupReplica int32
 	Role         string
 	Index        int32
+}
+
+// Approval approves, at time At, the checkpoint Gate (see
+// v1alpha1.GateStatus) of the rollout to the update revision of that moment.
+// It replaces the approval before it, as the annotation does.
+type Approval struct {
+	At   time.Duration
+	Gate string
 }
 
 // Level names the level of an action.
@@ -250,6 +260,11 @@ type sim struct {
 	fired   int
 	changes []Change
 	dels    []Deletion
+	approvs []Approval
+	// approved is the approval annotation; gateRecheck when the last plan's
+	// gate may open by itself (0: never)
+	approved    string
+	gateRecheck time.Duration
 
 	timeline []Action
 	samples  []Sample
@@ -279,6 +294,8 @@ func newSim(sc Scenario) *sim {
 	slices.SortStableFunc(s.changes, func(a, b Change) int { return int(a.At - b.At) })
 	s.dels = slices.Clone(sc.Deletions)
 	slices.SortStableFunc(s.dels, func(a, b Deletion) int { return int(a.At - b.At) })
+	s.approvs = slices.Clone(sc.Approvals)
+	slices.SortStableFunc(s.approvs, func(a, b Approval) int { return int(a.At - b.At) })
 	s.check = newChecker()
 	return s
 }
@@ -308,6 +325,7 @@ func (s *sim) run() {
 			return
 		}
 		s.prog = tree.Set.Status.Progress
+		s.gateRecheck = tree.Set.Status.GateRecheckIn
 		if tree.Set.Status.CurrentRevision == s.revs.Update.Name {
 			s.revs.Current = s.revs.Update
 		}
@@ -357,7 +375,7 @@ func stuckReason(tree rollout.TreePlan) string {
 
 func (s *sim) input() rollout.SetInput {
 	return rollout.SetInput{Spec: s.spec, Revisions: s.revs, Replicas: s.model.observe(s.spec.MinReadySeconds, s.clock()),
-		Previous: s.prog, Now: s.clock()}
+		Previous: s.prog, Now: s.clock(), Approved: s.approved}
 }
 
 // applyDue applies spec changes and hand deletions due by now.
@@ -377,6 +395,11 @@ func (s *sim) applyDue() {
 		d := s.dels[0]
 		s.dels = s.dels[1:]
 		s.deleteByHand(d)
+	}
+	for len(s.approvs) > 0 && s.approvs[0].At <= s.now {
+		s.approved = v1alpha1.ApprovalOf(s.revs.Update.Name, s.approvs[0].Gate)
+		s.check.approve(s.revs.Update.Name, s.approvs[0].Gate)
+		s.approvs = s.approvs[1:]
 	}
 }
 
@@ -454,6 +477,12 @@ func (s *sim) nextEvent() (time.Duration, bool) {
 	}
 	if len(s.dels) > 0 {
 		consider(Epoch.Add(max(s.dels[0].At, s.now+1)))
+	}
+	if len(s.approvs) > 0 {
+		consider(Epoch.Add(max(s.approvs[0].At, s.now+1)))
+	}
+	if s.gateRecheck > 0 {
+		consider(s.clock().Add(s.gateRecheck))
 	}
 	return best, ok
 }

@@ -309,7 +309,28 @@ func (v *pcsValidator) validateUpdateStrategy(p *field.Path, replicas int32, rol
 			v.validateRoleSteps(rp.Child("steps"), us.RoleUpgrade.Steps, roles)
 		}
 	}
+	if us.Gate != nil {
+		gp := p.Child("gate")
+		if typ == v1alpha1.OnDeleteStrategyType {
+			v.add(field.Forbidden(gp, "not allowed with type OnDelete: nothing is updated in order, so there is no checkpoint to hold"))
+		}
+		v.validateGate(gp, us.Gate)
+	}
 	v.warnUnavailableSingleReplica(replicas)
+}
+
+// maxSoakSeconds is a week: a longer soak is a pause, and says so better.
+const maxSoakSeconds = 7 * 24 * 3600
+
+// validateGate checks a gate's soak; a gate with no check at all is allowed
+// but does nothing, so it is warned about.
+func (v *pcsValidator) validateGate(p *field.Path, g *v1alpha1.Gate) {
+	if g.SoakSeconds < 0 || g.SoakSeconds > maxSoakSeconds {
+		v.add(field.Invalid(p.Child("soakSeconds"), g.SoakSeconds, fmt.Sprintf("must be between 0 and %d (a week); hold longer with spec.paused", maxSoakSeconds)))
+	}
+	if g.SoakSeconds == 0 && !g.Approval {
+		v.warn("%s has neither soakSeconds nor approval: it never holds the rollout", p)
+	}
 }
 
 // validateRoleSteps enforces the step rules: known roles, targets within (0,
@@ -339,6 +360,9 @@ func (v *pcsValidator) validateRoleSteps(p *field.Path, steps []v1alpha1.RoleUpg
 			continue
 		}
 		last[st.Role] = target
+		if st.Gate != nil {
+			v.validateGate(sp.Child("gate"), st.Gate)
+		}
 	}
 }
 

@@ -190,6 +190,20 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "ReplicaRecreate with roleUpgrade", mutate: fn(withType(v1alpha1.ReplicaRecreateStrategyType), roleSteps("decode", "1")),
 			wantField: "spec.updateStrategy.roleUpgrade", wantMsg: "only allowed with type RollingUpdate"},
 
+		// Gates.
+		{name: "an approval gate after each replica is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Approval: true, SoakSeconds: 600}
+		})},
+		{name: "OnDelete with a gate", mutate: fn(withType(v1alpha1.OnDeleteStrategyType), func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Approval: true}
+		}), wantField: "spec.updateStrategy.gate", wantMsg: "not allowed with type OnDelete"},
+		{name: "a soak over a week", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{SoakSeconds: 7*24*3600 + 1}
+		}), wantField: "spec.updateStrategy.gate.soakSeconds", wantMsg: "must be between 0 and 604800"},
+		{name: "a role step's negative soak", mutate: fn(roleSteps("decode", "1"), func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.RoleUpgrade.Steps[0].Gate = &v1alpha1.Gate{SoakSeconds: -1}
+		}), wantField: "spec.updateStrategy.roleUpgrade.steps[0].gate.soakSeconds", wantMsg: "must be between 0 and 604800"},
+
 		// Role steps.
 		{name: "decode-first canary steps are valid", mutate: fn(roleSteps("decode", "1", "prefill", "1", "prefill", "100%", "decode", "100%"))},
 		{name: "steps may name a standalone clique", mutate: fn(roleSteps("frontend", "1", "decode", "100%"))},

@@ -83,7 +83,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now})
+	plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now,
+		Approved: pcs.Annotations[v1alpha1.AnnotationApprovedRevision]})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}
@@ -126,8 +127,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 const historyRetry = 5 * time.Second
 
 // requeueAfter wakes the reconciler for the next time-based change: a pod passing
-// minReadySeconds, the progress deadline passing, or a look at a revision
-// history that children still held.
+// minReadySeconds, the progress deadline passing, a gate's soak ending, or a
+// look at a revision history that children still held.
 func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAvailable time.Duration, historyHeld bool, now time.Time) time.Duration {
 	wait := nextAvailable
 	p := plan.Status.Progress
@@ -136,6 +137,9 @@ func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAva
 		if deadline > 0 && (wait == 0 || deadline < wait) {
 			wait = deadline
 		}
+	}
+	if g := plan.Status.GateRecheckIn; g > 0 && (wait == 0 || g < wait) {
+		wait = g
 	}
 	if historyHeld && (wait == 0 || wait > historyRetry) {
 		wait = historyRetry

@@ -73,6 +73,10 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 		}
 		p.UpdatingReplicas = append(p.UpdatingReplicas, rp)
 	}
+	if g := up.Gate; g != nil {
+		p.Gate = &rollout.GateWait{Name: g.Name, Reason: g.Reason, ReachedAt: g.ReachedAt.Time}
+	}
+	p.ReplicaGatesPassed = up.ReplicaGatesPassed
 	return p
 }
 
@@ -236,12 +240,16 @@ func unplacedSurge(conditions []rollout.Condition, updateRevision string, waitin
 const maxBlockersNamed = 2
 
 func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
-	if p.UpdateStartedAt.IsZero() && len(p.UpdatingReplicas) == 0 {
+	if p.UpdateStartedAt.IsZero() && len(p.UpdatingReplicas) == 0 && p.Gate == nil {
 		return nil
 	}
 	out := &v1alpha1.PodCliqueSetUpdateProgress{
 		UpdateStartedAt: metaTime(p.UpdateStartedAt), UpdateEndedAt: metaTime(p.UpdateEndedAt), LastProgressAt: metaTime(p.LastProgressAt),
-		ProgressCounts: &v1alpha1.UnitCounts{Updated: p.Counts.Updated, Ready: p.Counts.Ready, Available: p.Counts.Available},
+		ProgressCounts:     &v1alpha1.UnitCounts{Updated: p.Counts.Updated, Ready: p.Counts.Ready, Available: p.Counts.Available},
+		ReplicaGatesPassed: p.ReplicaGatesPassed,
+	}
+	if g := p.Gate; g != nil {
+		out.Gate = &v1alpha1.GateStatus{Name: g.Name, Reason: g.Reason, ReachedAt: metav1.NewTime(g.ReachedAt)}
 	}
 	for _, u := range p.UpdatingReplicas {
 		if len(out.UpdatingReplicas) == maxUpdatingInStatus {
@@ -291,6 +299,7 @@ func (r *Reconciler) narrate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1
 			}
 		}
 	}
+	r.narrateGate(pcs, before, after)
 	// Warn when the scheduler cannot place a gang, not while a gang merely waits
 	// for a member being replaced or for the scheduler's next pass.
 	if g := apimeta.FindStatusCondition(after.Conditions, string(v1alpha1.ConditionGangScheduled)); g != nil && g.Status == metav1.ConditionFalse && actionableGangReason(g.Reason) {
@@ -381,5 +390,28 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 				m.Steps.With(prometheus.Labels{"namespace": pcs.Namespace, "podcliqueset": pcs.Name, "step": "role"}).Inc()
 			}
 		}
+	}
+}
+
+// narrateGate emits GateWaiting when the rollout comes to a checkpoint or
+// what it waits for there changes (a soak ends, approval is due) and
+// GatePassed when it leaves one.
+func (r *Reconciler) narrateGate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus) {
+	gateOf := func(s *v1alpha1.PodCliqueSetStatus) *v1alpha1.GateStatus {
+		if s.UpdateProgress == nil {
+			return nil
+		}
+		return s.UpdateProgress.Gate
+	}
+	was, now := gateOf(before), gateOf(after)
+	if was != nil && (now == nil || now.Name != was.Name) {
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "GatePassed", "Rollout", "Gate %s passed", was.Name)
+	}
+	if now != nil && (was == nil || was.Name != now.Name || was.Reason != now.Reason) {
+		msg := now.Name
+		if c := apimeta.FindStatusCondition(after.Conditions, string(v1alpha1.ConditionProgressing)); c != nil {
+			msg = c.Message
+		}
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "GateWaiting", "Rollout", "%s: %s", now.Reason, msg)
 	}
 }

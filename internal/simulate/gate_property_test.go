@@ -1,0 +1,78 @@
+package simulate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// drawGated draws a rollout whose spec has a gate after each PodCliqueSet
+// replica (RollingUpdate or ReplicaRecreate; an OnDelete draw becomes
+// RollingUpdate).
+func drawGated(t *rapid.T) (Scenario, *v1alpha1.Gate) {
+	spec := drawSpec(t)
+	if spec.UpdateStrategy.Type == v1alpha1.OnDeleteStrategyType {
+		spec.UpdateStrategy.Type = v1alpha1.RollingUpdateStrategyType
+		spec.UpdateStrategy.RollingUpdate = nil
+	}
+	g := &v1alpha1.Gate{Approval: rapid.Bool().Draw(t, "approval")}
+	if !g.Approval || rapid.Bool().Draw(t, "soak too") {
+		g.SoakSeconds = int32(rapid.IntRange(1, 300).Draw(t, "soak s"))
+	}
+	spec.UpdateStrategy.Gate = g
+	v1 := revision("v1", spec, nil)
+	v2 := revision("v2", spec, &v1, drawChanged(t, spec, "v2")...)
+	sc := Scenario{From: spec, FromRevision: v1, To: spec, ToRevision: v2,
+		Startup: time.Duration(rapid.IntRange(1, 30).Draw(t, "startup s")) * time.Second,
+		Jitter:  rapid.Float64Range(0, 1).Draw(t, "jitter"),
+		Seed:    rapid.Uint64().Draw(t, "seed"),
+		Grace:   time.Duration(rapid.IntRange(0, 5).Draw(t, "grace s")) * time.Second,
+	}
+	sc.MaxSteps = 4000
+	return sc, g
+}
+
+// No PodCliqueSet replica starts past a closed gate: approvals come at random
+// times for random checkpoints, and the checker counts the replicas started
+// against them and the time between starts against the soak.
+func TestGates_NoReplicaStartsPastAClosedGate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sc, g := drawGated(t)
+		replicas := int(*sc.To.Replicas)
+		for range rapid.IntRange(0, 3).Draw(t, "approvals") {
+			sc.Approvals = append(sc.Approvals, Approval{At: time.Duration(rapid.IntRange(0, 900).Draw(t, "approval at s")) * time.Second,
+				Gate: fmt.Sprintf("replicas-%d", rapid.IntRange(1, max(replicas, 1)).Draw(t, "approved checkpoint"))})
+		}
+		res := Run(sc)
+		switch {
+		case res.Outcome.Kind == Violation:
+			t.Fatalf("violation: %s\n%s", res.Outcome.Reason, strings.Join(lines(res, all), "\n"))
+		case res.Outcome.Kind == Stuck && !g.Approval:
+			t.Fatalf("a soak alone never holds a rollout for good: %s", res.Outcome.Reason)
+		case res.Outcome.Kind == Stuck && !strings.HasPrefix(res.Outcome.Reason, string(v1alpha1.ReasonAwaitingApproval)):
+			t.Fatalf("stuck, but not at a gate: %s", res.Outcome.Reason)
+		}
+	})
+}
+
+// Approving each checkpoint in turn, once it is reached, completes the
+// rollout.
+func TestGates_ApprovedInTurnTheRolloutCompletes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sc, _ := drawGated(t)
+		sc.To.UpdateStrategy.Gate.Approval = true
+		for n := 1; n < int(*sc.To.Replicas); n++ {
+			// a replica takes minutes at most here: each approval comes after its checkpoint
+			sc.Approvals = append(sc.Approvals, Approval{At: time.Duration(n) * time.Hour, Gate: fmt.Sprintf("replicas-%d", n)})
+		}
+		res := Run(sc)
+		if res.Outcome.Kind != Complete {
+			t.Fatalf("outcome %s: %s\n%s", res.Outcome.Kind, res.Outcome.Reason, strings.Join(lines(res, all), "\n"))
+		}
+	})
+}
