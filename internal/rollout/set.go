@@ -250,7 +250,7 @@ type SetStatus struct {
 	// GateRecheckIn is when the gate the plan waits at may open by itself (a
 	// soak ending); 0 when none will.
 	GateRecheckIn time.Duration
-	Conditions       []Condition
+	Conditions    []Condition
 }
 
 // SetPlan is the answer of PlanSet.
