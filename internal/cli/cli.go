@@ -204,7 +204,7 @@ func Commands(out io.Writer) []*cobra.Command {
 	s := &session{flags: flags, out: out}
 	cmds := []*cobra.Command{
 		newGetCommand(s), newStatusCommand(s), newHistoryCommand(s), newUndoCommand(s),
-		newPauseCommand(s, true), newPauseCommand(s, false), newPromoteCommand(s), newRestartCommand(s),
+		newPauseCommand(s, true), newPauseCommand(s, false), newPromoteCommand(s), newApproveCommand(s), newRestartCommand(s),
 	}
 	for _, c := range cmds {
 		flags.AddFlags(c.Flags())

@@ -212,6 +212,36 @@ func TestPromote_LowersThePartition(t *testing.T) {
 	mustRun(t, ns, verdict.Usage, "promote", pcs.Name, "--full", "--partition", "1")
 }
 
+func TestApprove_NamesTheRevisionAndTheGateWaiting(t *testing.T) {
+	ns, pcs := newPCS(t)
+	approval := func() string { return reread(t, pcs).Annotations[v1alpha1.AnnotationApprovedRevision] }
+	if out := mustRun(t, ns, 1, "approve", pcs.Name); !strings.Contains(out, "waits at no gate") {
+		t.Errorf("approve with no gate waiting said %q", out)
+	}
+	if got := approval(); got != "" {
+		t.Fatalf("a refused approve wrote %q", got)
+	}
+	// the operator's part: the rollout to v2 waits at replicas-1
+	live := reread(t, pcs)
+	live.Status.UpdateRevision = "web-v2"
+	live.Status.UpdateProgress = &v1alpha1.PodCliqueSetUpdateProgress{Gate: &v1alpha1.GateStatus{Name: "replicas-1",
+		Reason: v1alpha1.ReasonAwaitingApproval, ReachedAt: metav1.Now()}}
+	if err := env.Client.Status().Update(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, ns, 0, "approve", pcs.Name); !strings.Contains(out, "approved: web-v2@replicas-1") {
+		t.Errorf("approve said %q", out)
+	}
+	if got := approval(); got != "web-v2@replicas-1" {
+		t.Errorf("annotation %q, want web-v2@replicas-1", got)
+	}
+	mustRun(t, ns, 0, "approve", pcs.Name, "--gate", "replicas-2")
+	if got := approval(); got != "web-v2@replicas-2" {
+		t.Errorf("annotation %q after --gate replicas-2", got)
+	}
+	mustRun(t, ns, verdict.Usage, "approve", "fw/"+pcs.Name)
+}
+
 func TestRestart_StampsThePodTemplatesOfTheRole(t *testing.T) {
 	ns, pcs := newPCS(t)
 	stamped := func() []string {

@@ -344,3 +344,53 @@ func nextPartition(k kind, name string, now int32, set bool, partition int32, fu
 	}
 	return now - 1, nil
 }
+
+func newApproveCommand(s *session) *cobra.Command {
+	var gate string
+	cmd := &cobra.Command{
+		Use:   "approve NAME [--gate G]",
+		Short: "Open the gate a PodCliqueSet's rollout awaits approval at (or gate G of the rollout under way)",
+		Long: `Approve writes the annotation lockstep.dev/approved-revision=<updateRevision>@<gate>.
+The approval names the rollout's revision, so it never opens a gate of a later
+rollout. Without --gate it approves the gate status.updateProgress.gate names;
+an approval given while that gate still soaks counts once the soak is over.`,
+		Example: `  kubectl lockstep approve disagg                    # the gate it waits at
+  kubectl lockstep approve disagg --gate replicas-2   # ahead of time`,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, name, err := target("approve", args[0], kindPodCliqueSet)
+			if err != nil {
+				return err
+			}
+			var approved, soaking string
+			_, err = s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+				g := gate
+				if up := p.Status.UpdateProgress; g == "" && up != nil && up.Gate != nil {
+					g = up.Gate.Name
+					if up.Gate.Reason == v1alpha1.ReasonSoaking {
+						soaking = " (it still soaks; the approval counts once the soak is over)"
+					}
+				}
+				if g == "" {
+					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("podcliqueset %s waits at no gate: nothing to approve (name one with --gate)", name)}
+				}
+				if p.Status.UpdateRevision == "" {
+					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("podcliqueset %s has no update revision yet: nothing to approve", name)}
+				}
+				approved = v1alpha1.ApprovalOf(p.Status.UpdateRevision, g)
+				if p.Annotations == nil {
+					p.Annotations = map[string]string{}
+				}
+				p.Annotations[v1alpha1.AnnotationApprovedRevision] = approved
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "podcliqueset/%s approved: %s%s\n", name, approved, soaking)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&gate, "gate", "", "Approve this gate (as status.updateProgress.gate names gates) rather than the one waiting now.")
+	return cmd
+}

@@ -96,7 +96,7 @@ func Phase(pcs *v1alpha1.PodCliqueSet) string {
 		return "Complete"
 	case v1alpha1.ReasonPaused:
 		return "Paused"
-	case v1alpha1.ReasonPartitionReached, v1alpha1.ReasonWaitingForDeletion:
+	case v1alpha1.ReasonPartitionReached, v1alpha1.ReasonWaitingForDeletion, v1alpha1.ReasonAwaitingApproval:
 		return "Held"
 	}
 	return "Progressing"
@@ -143,6 +143,27 @@ func (r *renderer) header() {
 	if t := r.timing(phase); t != "" {
 		r.field("rollout", t)
 	}
+	if g := r.gate(); g != "" {
+		r.field("gate", g)
+	}
+}
+
+// gate says which checkpoint the rollout waits at, for what, and since when.
+func (r *renderer) gate() string {
+	up := r.s.PCS.Status.UpdateProgress
+	if up == nil || up.Gate == nil || up.UpdateEndedAt != nil {
+		return ""
+	}
+	g := up.Gate
+	since := Duration(r.s.Now.Sub(g.ReachedAt.Time))
+	switch g.Reason {
+	case v1alpha1.ReasonAwaitingApproval:
+		return fmt.Sprintf("%s %s for %s   approve: kubectl lockstep approve %s", r.paint(cyan, g.Name), r.paint(yellow, "awaiting approval"),
+			since, r.s.PCS.Name)
+	case v1alpha1.ReasonSoaking:
+		return fmt.Sprintf("%s %s for %s", r.paint(cyan, g.Name), r.paint(yellow, "soaking"), since)
+	}
+	return fmt.Sprintf("%s %s for %s", r.paint(cyan, g.Name), g.Reason, since)
 }
 
 func (r *renderer) strategy() string {
@@ -250,6 +271,8 @@ func (r *renderer) timing(phase string) string {
 	switch {
 	case phase == "Paused":
 		out += "   deadline stopped while paused"
+	case up.Gate != nil:
+		out += "   deadline stopped at the gate"
 	case phase == "Stalled":
 		out += "   " + r.paint(red, fmt.Sprintf("no progress for %s (deadline %ds)", Duration(r.s.Now.Sub(last)), deadline))
 	case left <= 0:

@@ -260,6 +260,25 @@ func roleStepsMidRollout(t *testing.T) *Snapshot {
 	})
 }
 
+// awaitingApproval: replica 0 is done and the gate after it waits for approval.
+func awaitingApproval(t *testing.T) *Snapshot {
+	return fixture(t, "role-ordered-pd.yaml", func(pcs *v1alpha1.PodCliqueSet) {
+		pcs.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Approval: true}
+		pcs.Status.Replicas, pcs.Status.ReadyReplicas, pcs.Status.AvailableReplicas, pcs.Status.UpdatedReplicas = 2, 2, 2, 1
+		pcs.Status.Conditions = progressing(metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval,
+			"1 of 2 replicas updated; gate replicas-1 awaits approval of revision v2 (kubectl lockstep approve, or the annotation lockstep.dev/approved-revision=v2@replicas-1)")
+		pcs.Status.UpdateProgress = &v1alpha1.PodCliqueSetUpdateProgress{
+			UpdateStartedAt: ago(3 * time.Minute), LastProgressAt: ago(time.Minute),
+			Gate: &v1alpha1.GateStatus{Name: "replicas-1", Reason: v1alpha1.ReasonAwaitingApproval, ReachedAt: *ago(time.Minute)},
+		}
+	}, func(replica int32, clique string, gr, n int32) []podState {
+		if replica == 0 {
+			return same(n, readyV2)
+		}
+		return same(n, readyV1)
+	})
+}
+
 // stalledSurge: a surge pod that cannot be placed, past the progress deadline.
 func stalledSurge(t *testing.T) *Snapshot {
 	return fixture(t, "single-node-aggregated.yaml", func(pcs *v1alpha1.PodCliqueSet) {
@@ -302,6 +321,7 @@ func TestRender_Golden(t *testing.T) {
 		{"disagg-mid-rollout-pods", disaggMidRollout, Options{Pods: true}},
 		{"disagg-mid-rollout-color", disaggMidRollout, Options{Color: true}},
 		{"role-steps", roleStepsMidRollout, Options{}},
+		{"awaiting-approval", awaitingApproval, Options{}},
 		{"stalled-surge", stalledSurge, Options{Pods: true}},
 		{"complete-no-pods", complete, Options{}},
 	}
