@@ -22,12 +22,13 @@ func firstDone(spec *v1alpha1.PodCliqueSetSpec, n int) []ReplicaObservation {
 	return obs
 }
 
-func gated(replicas int32, g v1alpha1.Gate) *v1alpha1.PodCliqueSetSpec {
-	return threeRoles(replicas, func(s *v1alpha1.PodCliqueSetSpec) { s.UpdateStrategy.Gate = &g })
+// gated is threeRoles with 3 replicas and g after each.
+func gated(g v1alpha1.Gate) *v1alpha1.PodCliqueSetSpec {
+	return threeRoles(3, func(s *v1alpha1.PodCliqueSetSpec) { s.UpdateStrategy.Gate = &g })
 }
 
 func TestReplicaGate_ApprovalHoldsTheNextReplicaUntilItsCheckpointIsApproved(t *testing.T) {
-	spec := gated(3, v1alpha1.Gate{Approval: true})
+	spec := gated(v1alpha1.Gate{Approval: true})
 	// the first replica starts at once: there is no checkpoint before it
 	plan := planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: steadyReplicas(spec, "v1")})
 	if got := updatingIndices(plan); !slices.Equal(got, []int32{0}) || plan.Status.Progress.Gate != nil {
@@ -86,7 +87,7 @@ func TestReplicaGate_ApprovalHoldsTheNextReplicaUntilItsCheckpointIsApproved(t *
 }
 
 func TestReplicaGate_NeverStopsAReplicaHalfWay(t *testing.T) {
-	spec := gated(3, v1alpha1.Gate{Approval: true})
+	spec := gated(v1alpha1.Gate{Approval: true})
 	obs := firstDone(spec, 1)
 	obs[1].Cliques[0].Pods[0].Revision = "frontend@v2" // replica 1 began; the progress saying so was lost
 	plan := planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: obs})
@@ -96,7 +97,7 @@ func TestReplicaGate_NeverStopsAReplicaHalfWay(t *testing.T) {
 }
 
 func TestReplicaGate_SoakCountsFromTheCheckpointAndStopsTheDeadlineClock(t *testing.T) {
-	spec := gated(3, v1alpha1.Gate{SoakSeconds: 60})
+	spec := gated(v1alpha1.Gate{SoakSeconds: 60})
 	spec.ProgressDeadlineSeconds = ptr.To[int32](10)
 	reached := epoch.Add(-30 * time.Second)
 	prev := Progress{UpdateRevision: "v2", UpdateStartedAt: epoch.Add(-time.Hour), LastProgressAt: epoch.Add(-time.Hour),
@@ -124,7 +125,7 @@ func TestReplicaGate_SoakCountsFromTheCheckpointAndStopsTheDeadlineClock(t *test
 }
 
 func TestReplicaGate_PausedWinsOverAGate(t *testing.T) {
-	spec := gated(3, v1alpha1.Gate{Approval: true})
+	spec := gated(v1alpha1.Gate{Approval: true})
 	spec.Paused = true
 	plan := planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: firstDone(spec, 1), Previous: Progress{UpdateRevision: "v2"}})
 	if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonPaused || plan.Status.Progress.Gate != nil {

@@ -83,7 +83,7 @@ func Of(in Input) Verdict {
 	switch v1alpha1.ConditionReason(c.Reason) {
 	case v1alpha1.ReasonRolloutComplete:
 		return Verdict{Final: true, Code: Complete, Line: line}
-	case v1alpha1.ReasonPaused, v1alpha1.ReasonPartitionReached, v1alpha1.ReasonWaitingForDeletion:
+	case v1alpha1.ReasonPaused, v1alpha1.ReasonPartitionReached, v1alpha1.ReasonWaitingForDeletion, v1alpha1.ReasonAwaitingApproval:
 		return Verdict{Final: true, Code: Halted, Line: line}
 	case v1alpha1.ReasonProgressDeadlineExceeded:
 		return Verdict{Final: true, Code: Failed, Line: line}

@@ -38,6 +38,8 @@ func TestOf_ExitCodeFollowsTheProgressingCondition(t *testing.T) {
 		{"paused", Input{PCS: pcsWith(3, 3, metav1.ConditionTrue, v1alpha1.ReasonPaused)}, true, Halted, "Paused"},
 		{"partition reached", Input{PCS: pcsWith(2, 2, metav1.ConditionTrue, v1alpha1.ReasonPartitionReached)}, true, Halted, "PartitionReached"},
 		{"OnDelete waiting", Input{PCS: pcsWith(2, 2, metav1.ConditionTrue, v1alpha1.ReasonWaitingForDeletion)}, true, Halted, "WaitingForDeletion"},
+		{"awaiting approval", Input{PCS: pcsWith(2, 2, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval)}, true, Halted, "AwaitingApproval"},
+		{"soaking", Input{PCS: pcsWith(2, 2, metav1.ConditionTrue, v1alpha1.ReasonSoaking)}, false, TimedOut, "Soaking"},
 		{"deadline exceeded", Input{PCS: pcsWith(2, 2, metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded)}, true, Failed, "ProgressDeadlineExceeded"},
 		{"deleted", Input{}, true, Failed, "deleted"},
 		{"rollback failed wins over complete", Input{PCS: pcsWith(2, 2, metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete), RollbackFailed: "no such revision"}, true, Failed, "no such revision"},
