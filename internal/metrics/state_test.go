@@ -134,7 +134,7 @@ lockstep_podcliqueset_role_step{namespace="serving",podcliqueset="llm",role="pre
 # HELP lockstep_podcliqueset_unscheduled_gangs Gangs with fewer scheduled pods than their minimum.
 # TYPE lockstep_podcliqueset_unscheduled_gangs gauge
 lockstep_podcliqueset_unscheduled_gangs{namespace="serving",podcliqueset="llm"} 1
-# HELP lockstep_podcliqueset_seconds_since_last_progress Seconds since the rollout last made progress; only while a rollout runs.
+# HELP lockstep_podcliqueset_seconds_since_last_progress Seconds since the rollout last made progress; only while a rollout runs and waits at no gate (the progress deadline does not run there).
 # TYPE lockstep_podcliqueset_seconds_since_last_progress gauge
 lockstep_podcliqueset_seconds_since_last_progress{namespace="serving",podcliqueset="llm"} 90
 # HELP lockstep_podcliqueset_partition spec.updateStrategy.rollingUpdate.partition: replicas below it keep the old revision.
@@ -193,6 +193,21 @@ func TestState_NoProgressClockOnceTheRolloutEnded(t *testing.T) {
 	s := newState(t, true, pcs)
 	if n := testutil.CollectAndCount(s, "lockstep_podcliqueset_seconds_since_last_progress", "lockstep_podcliqueset_role_step"); n != 0 {
 		t.Fatalf("%d progress-clock or role-step series after the rollout ended", n)
+	}
+}
+
+func TestState_AGateWaitingReplacesTheNoProgressClock(t *testing.T) {
+	pcs := disaggregated()
+	pcs.Status.UpdateProgress.Gate = &v1alpha1.GateStatus{Name: "replicas-1", Reason: v1alpha1.ReasonAwaitingApproval,
+		ReachedAt: metav1.NewTime(scrapeTime.Add(-5 * time.Minute))}
+	s := newState(t, true, pcs)
+	want := `
+# HELP lockstep_podcliqueset_gate_waiting_seconds Seconds the rollout has waited at its gate (status.updateProgress.gate); only while it waits. reason is Soaking or AwaitingApproval.
+# TYPE lockstep_podcliqueset_gate_waiting_seconds gauge
+lockstep_podcliqueset_gate_waiting_seconds{gate="replicas-1",namespace="serving",podcliqueset="llm",reason="AwaitingApproval"} 300
+`
+	if err := testutil.CollectAndCompare(s, strings.NewReader(want), "lockstep_podcliqueset_gate_waiting_seconds", "lockstep_podcliqueset_seconds_since_last_progress"); err != nil {
+		t.Fatal(err)
 	}
 }
 
