@@ -39,6 +39,7 @@ type planOptions struct {
 	jitter  string
 	seed    uint64
 	fails   []string
+	approve []string
 	grace   time.Duration
 	output  string
 	svg     string
@@ -53,8 +54,10 @@ next, offline.
 plan runs the same planner as the operator against a model cluster in simulated
 time: pods become ready --startup after they are created (varied by --jitter,
 drawn from --seed), deleted pods go away after --grace, and --fail makes chosen
-new units never become ready. It prints the timeline of every create and delete
-with the progress of each role, the result and summary figures.
+new units never become ready; --approve GATE@TIME approves a gate (a rollout
+waiting at a gate nobody approves ends Stuck, held by design). It prints the
+timeline of every create and delete with the progress of each role, the result
+and summary figures.
 
 Both manifests are defaulted and validated as the cluster would (the second as an
 update of the first); invalid input is refused with every error.
@@ -77,12 +80,13 @@ and writes nothing to it, charges it until memberLostTimeoutSeconds pass,
 then writes it off and moves its share to the others.
 
 Exit status: 0 when the rollout completes (or there is nothing to roll, or it
-stalls only because of an injected fault), 1 on an invariant violation or an
+stalls only because of an injected fault or at a gate awaiting approval), 1 on an invariant violation or an
 unexplained stall, 2 on invalid flags or manifests.`
 
 const planExample = `  lockstep plan -f current.yaml -f new.yaml
   lockstep plan -f current.yaml -f new.yaml --startup 45s --jitter 20% --seed 7
   lockstep plan -f current.yaml -f new.yaml --fail role=decode,after=2
+  lockstep plan -f current.yaml -f gated.yaml --approve replicas-1@10m
   kubectl get pcs disagg -o yaml | lockstep plan -f - -f new.yaml --output json --svg plan.svg
   lockstep plan -f web.yaml -f web-v2.yaml --cluster eu-1:region=eu --cluster us-1:region=us --startup 20s
   lockstep plan -f web.yaml -f web-weights.yaml --cluster eu-1:region=eu --cluster us-1:region=us --lose us-1@2 --late eu-1=1`
@@ -150,6 +154,8 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 	f.Uint64Var(&o.seed, "seed", 1, "Seed of the jitter; the same seed gives the same timeline.")
 	f.StringArrayVar(&o.fails, "fail", nil,
 		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready. Repeatable.")
+	f.StringArrayVar(&o.approve, "approve", nil,
+		"Approve a gate at a simulated time, GATE@TIME (replicas-1@10m, replica-0-step-1@90s), as `kubectl lockstep approve` would. Repeatable.")
 	f.DurationVar(&o.grace, "grace", 0, "How long a deleted pod takes to go away.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json.")
 	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role (per cluster for a FederatedWorkload) over time to this file.")
@@ -260,6 +266,14 @@ func (o *planOptions) input(stdin io.Reader, stderr io.Writer) (planview.Input, 
 			continue
 		}
 		in.Faults = append(in.Faults, fault)
+	}
+	for _, a := range o.approve {
+		approval, err := parseApproval(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.Approvals = append(in.Approvals, approval)
 	}
 	if len(errs) > 0 {
 		return in, errs
@@ -484,6 +498,16 @@ func parseJitter(s string) (float64, error) {
 }
 
 // parseFault reads role=ROLE,after=N.
+// parseApproval reads GATE@TIME.
+func parseApproval(s string) (simulate.Approval, error) {
+	gate, at, ok := strings.Cut(s, "@")
+	d, err := time.ParseDuration(at)
+	if !ok || gate == "" || err != nil || d < 0 {
+		return simulate.Approval{}, fmt.Errorf("lockstep plan: --approve %q: want GATE@TIME, a gate as status.updateProgress.gate names it and a time from the start (replicas-1@10m)", s)
+	}
+	return simulate.Approval{At: d, Gate: gate}, nil
+}
+
 func parseFault(s string) (simulate.Fault, error) {
 	var f simulate.Fault
 	bad := func(why string) (simulate.Fault, error) {

@@ -171,6 +171,29 @@ func TestPlan_AFaultExplainsTheStall(t *testing.T) {
 	}
 }
 
+func TestPlan_GatesHoldUntilTheScriptedApprovals(t *testing.T) {
+	gate := "  replicas: 2\n  updateStrategy: {gate: {soakSeconds: 60, approval: true}}\n  template:"
+	from := writeVariant(t, "from.yaml", "  replicas: 2\n  template:", gate)
+	to := writeVariant(t, "to.yaml", "  replicas: 2\n  template:", gate, "lockstep-examples/llm-engine:v1", "lockstep-examples/llm-engine:v2")
+	code, out, errOut := plan(t, "", "-f", from, "-f", to)
+	if code != 0 || !strings.Contains(out, "Result: Stuck. AwaitingApproval") || !strings.Contains(out, "no approval given (--approve)") {
+		t.Fatalf("without an approval: exit %d, want 0 held at the gate\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = plan(t, "", "-f", from, "-f", to, "--approve", "replicas-1@20m")
+	if code != 0 || !strings.Contains(out, "Result: Complete.") || !strings.Contains(out, "approved: replicas-1 at 20m0s") {
+		t.Fatalf("approved at 20m: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// replica 1 starts at the approval, not before
+	if !strings.Contains(out, "── replica 1") || !strings.Contains(out, "\n  20:00  replica 1") {
+		t.Errorf("replica 1 does not start at 20:00\n%s", out)
+	}
+	for _, bad := range []string{"replicas-1", "@10m", "replicas-1@soon", "replicas-1@-1m"} {
+		if code, _, errOut := plan(t, "", "-f", from, "-f", to, "--approve", bad); code != 2 || !strings.Contains(errOut, "want GATE@TIME") {
+			t.Errorf("--approve %q: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
+
 func TestPlan_AnUnexplainedStallFails(t *testing.T) {
 	// OnDelete never deletes for an update, so the rollout waits for someone.
 	from := writeVariant(t, "from.yaml", "  replicas: 2\n  template:", "  replicas: 2\n  updateStrategy: {type: OnDelete}\n  template:")

@@ -34,6 +34,9 @@ type Input struct {
 	Grace time.Duration
 	// Faults make chosen new units never become ready.
 	Faults []simulate.Fault
+	// Approvals approve gates at simulated times, as `kubectl lockstep
+	// approve` would.
+	Approvals []simulate.Approval
 }
 
 // Plan is a simulated rollout with what the renderings need to explain it.
@@ -73,7 +76,7 @@ func Simulate(in Input) *Plan {
 		From: in.From, FromRevision: in.FromRevision,
 		To: in.To, ToRevision: in.ToRevision,
 		Startup: in.Startup, Jitter: in.Jitter, Seed: in.Seed, Grace: in.Grace,
-		Faults: in.Faults,
+		Faults: in.Faults, Approvals: in.Approvals,
 	})
 	return New(in, res)
 }
@@ -168,6 +171,12 @@ func (p *Plan) Explained() bool {
 	return p.Result.Outcome.Kind == simulate.Stuck && p.Result.Outcome.FaultsFired > 0
 }
 
+// AtGate reports whether a Stuck outcome is a gate awaiting an approval the
+// simulation was not given: held by design, as a pause is.
+func (p *Plan) AtGate() bool {
+	return p.Result.Outcome.Kind == simulate.Stuck && strings.HasPrefix(p.Result.Outcome.Reason, string(v1alpha1.ReasonAwaitingApproval))
+}
+
 // ExitCode is what `lockstep plan` exits with: 0 when the rollout completes or
 // stalls only because of an injected fault, 1 otherwise.
 func (p *Plan) ExitCode() int {
@@ -175,7 +184,7 @@ func (p *Plan) ExitCode() int {
 	case simulate.Complete:
 		return 0
 	case simulate.Stuck:
-		if p.Explained() {
+		if p.Explained() || p.AtGate() {
 			return 0
 		}
 	}

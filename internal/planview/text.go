@@ -106,6 +106,9 @@ func (t *textWriter) header() {
 		}
 		t.field("steps", strings.Join(steps, "   "))
 	}
+	if g := p.gatesText(); g != "" {
+		t.field("gates", g)
+	}
 	t.field("simulated", p.simulatedText())
 	t.field("faults", p.faultsText())
 	t.printf("\n")
@@ -570,6 +573,9 @@ func (p *Plan) stuckText() string {
 		return text
 	}
 	switch {
+	case p.AtGate():
+		text = "The rollout waits at a gate for an approval this simulation was not given: in a cluster " +
+			"`kubectl lockstep approve` moves it on; here --approve GATE@TIME plays one."
 	case p.To.Paused:
 		text = "The new spec is paused: nothing changes revision until it is resumed."
 	case p.strategy() == v1alpha1.OnDeleteStrategyType:
@@ -632,4 +638,47 @@ func (p *Plan) completeText() string {
 	}
 	return fmt.Sprintf("Held at partition %d: replicas %d and up run %s, replicas below %d keep %s; lower the partition to go on.",
 		part, part, p.ToRevision.Name, part, p.FromRevision.Name)
+}
+
+// gatesText says where the gates are and when the simulation approves them;
+// "" without gates.
+func (p *Plan) gatesText() string {
+	what := func(g *v1alpha1.Gate) string {
+		var checks []string
+		if g.SoakSeconds > 0 {
+			checks = append(checks, fmt.Sprintf("soak %s", time.Duration(g.SoakSeconds)*time.Second))
+		}
+		if g.Approval {
+			checks = append(checks, "approval")
+		}
+		if len(checks) == 0 {
+			return "nothing"
+		}
+		return strings.Join(checks, " then ")
+	}
+	var parts []string
+	if g := p.To.UpdateStrategy.Gate; g != nil {
+		parts = append(parts, "after each replica: "+what(g))
+	}
+	if ru := p.To.UpdateStrategy.RoleUpgrade; ru != nil {
+		for i, st := range ru.Steps {
+			if st.Gate != nil {
+				parts = append(parts, fmt.Sprintf("after step %d: %s", i+1, what(st.Gate)))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	var approved []string
+	for _, a := range p.Approvals {
+		approved = append(approved, fmt.Sprintf("%s at %s", a.Gate, roundDuration(a.At)))
+	}
+	text := strings.Join(parts, "; ")
+	if len(approved) > 0 {
+		text += "; approved: " + strings.Join(approved, ", ")
+	} else if strings.Contains(text, "approval") {
+		text += "; no approval given (--approve)"
+	}
+	return text
 }
