@@ -31,9 +31,12 @@ GOLANGCI_LINT  := $(BIN)/golangci-lint
 # each has a tools module of its own; changing them rebuilds only that tool.
 HELM     := $(BIN)/helm
 PROMTOOL := $(BIN)/promtool
+# The Prometheus server that gates' analyses are tested against; promtool's
+# version, in a tools module of its own.
+PROMETHEUS := $(BIN)/prometheus
 HELM_VERSION := v4.2.4
 PROMETHEUS_VERSION := 3.16.0
-TOOLS := $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL)
+TOOLS := $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) $(PROMETHEUS)
 
 # Empty IMAGE names the image after the chart's default (image.repository:appVersion).
 IMAGE      ?=
@@ -84,6 +87,11 @@ $(HELM): $(TOOLS_DIR)/helm/go.mod $(TOOLS_DIR)/helm/go.sum
 $(PROMTOOL): $(TOOLS_DIR)/promtool/go.mod $(TOOLS_DIR)/promtool/go.sum
 	@echo ">> building promtool $(PROMETHEUS_VERSION) (about 6 minutes cold)"
 	cd $(TOOLS_DIR)/promtool && go build -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" -o $@ github.com/prometheus/prometheus/cmd/promtool
+	@touch $@
+
+$(PROMETHEUS): $(TOOLS_DIR)/prometheus/go.mod $(TOOLS_DIR)/prometheus/go.sum
+	@echo ">> building the Prometheus server $(PROMETHEUS_VERSION) (about 4 minutes cold after promtool)"
+	cd $(TOOLS_DIR)/prometheus && go build -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" -o $@ github.com/prometheus/prometheus/cmd/prometheus
 	@touch $@
 
 ##@ Development
@@ -146,12 +154,12 @@ image: ## Build the operator's OCI image as a tarball ($(IMAGE_TAR)), without a 
 test: tools test-unit test-e2e ## Unit, envtest integration and local-cluster e2e tests.
 
 .PHONY: test-unit
-test-unit: $(KUBE_BINS) $(ETCD) $(HELM) $(PROMTOOL) ## Unit and envtest integration tests under the race detector (real kube-apiserver and etcd, helm and promtool from bin/), the image build and run.
+test-unit: $(KUBE_BINS) $(ETCD) $(HELM) $(PROMTOOL) $(PROMETHEUS) ## Unit and envtest integration tests under the race detector (real kube-apiserver and etcd, helm, promtool and the Prometheus server from bin/), the image build and run.
 	KUBEBUILDER_ASSETS=$(BIN) LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) $(RACE) ./...
 	cd hack/image && go test $(GO_TEST_FLAGS) $(RACE) ./...
 
 .PHONY: test-e2e
-test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(HELM) ## End-to-end tests on throwaway kwok clusters with the real scheduler; the chart's real install.
+test-e2e: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) $(HELM) $(PROMETHEUS) ## End-to-end tests on throwaway kwok clusters with the real scheduler; the chart's real install.
 	@# -p 1: each e2e package starts its own kwok clusters; started side by side
 	@# they race for the same free ports.
 	LOCKSTEP_BIN=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...

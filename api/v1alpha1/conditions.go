@@ -62,6 +62,11 @@ const (
 	ReasonSoaking ConditionReason = "Soaking"
 	// ReasonAwaitingApproval: the rollout waits at a gate for `kubectl lockstep approve`.
 	ReasonAwaitingApproval ConditionReason = "AwaitingApproval"
+	// ReasonAnalysisRunning: the rollout waits at a gate for a passing analysis.
+	ReasonAnalysisRunning ConditionReason = "AnalysisRunning"
+	// ReasonAnalysisFailed: a gate's analysis failed; with onFailure Pause the
+	// rollout holds at the gate until it is approved or the spec changes.
+	ReasonAnalysisFailed ConditionReason = "AnalysisFailed"
 	// ReasonPaused: spec.paused holds the rollout.
 	ReasonPaused ConditionReason = "Paused"
 	// ReasonProgressDeadlineExceeded: no progress within progressDeadlineSeconds.

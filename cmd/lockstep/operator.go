@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
@@ -25,6 +26,8 @@ type operatorOptions struct {
 	mutatingConfigName   string
 	validatingConfigName string
 	gangBackend          string
+	// prometheusAddresses are the Prometheus servers gates' analyses may query.
+	prometheusAddresses []string
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -42,6 +45,8 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.mutatingConfigName, "mutating-webhook-configuration", "lockstep-mutating-webhook-configuration", "In-cluster: the MutatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.gangBackend, "gang-backend", gang.ModeAuto, "Gang scheduling: auto (native when the apiserver serves scheduling.k8s.io/v1alpha2 PodGroups, else none), native or none.")
+	f.StringArrayVar(&o.prometheusAddresses, "analysis-prometheus-address", nil,
+		"A Prometheus server (http or https base URL) that gates' analyses may query; repeatable. None (the default): a gate with an analysis holds, saying the address is not allowed. The operator sends the gate's query to it, so allow only servers any PodCliqueSet author may query.")
 	return cmd
 }
 
@@ -62,7 +67,17 @@ func runOperator(o *operatorOptions) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("gang scheduling", "backend", gangs.Name())
-	if err := controller.Setup(mgr, gangs); err != nil {
+	prom := &analysis.Prometheus{}
+	for _, a := range o.prometheusAddresses {
+		if err := analysis.ValidateAddress(a); err != nil {
+			return fmt.Errorf("--analysis-prometheus-address: %w", err)
+		}
+		prom.Allowed = append(prom.Allowed, analysis.NormalizeAddress(a))
+	}
+	if len(prom.Allowed) > 0 {
+		ctrl.Log.WithName("setup").Info("gates' analyses may query", "prometheus", prom.Allowed)
+	}
+	if err := controller.Setup(mgr, gangs, prom); err != nil {
 		return err
 	}
 	return o.serve(mgr, webhookServing{

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/observe/pods"
@@ -23,8 +24,12 @@ import (
 
 // Setup builds every Lockstep reconciler, with all its fields set, and
 // registers it with the manager; gangs places pods in gangs (gang.None{} for
-// plain pods).
-func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
+// plain pods); prometheus measures gates' analyses (nil: it may query no
+// server).
+func Setup(mgr ctrl.Manager, gangs gang.Backend, prometheus *analysis.Prometheus) error {
+	if prometheus == nil {
+		prometheus = &analysis.Prometheus{}
+	}
 	if err := pods.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -41,6 +46,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend) error {
 		Metrics:   rollouts,
 		Now:       time.Now,
 		Batch:     batch,
+		Analysis:  prometheus,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}

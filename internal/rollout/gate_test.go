@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -182,5 +183,54 @@ func TestRoleStepGate_HoldsTheNextStepOfTheReplica(t *testing.T) {
 	plan = planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: obs, Previous: plan.Status.Progress})
 	if got := capString(targetOf(plan, 0, "prefill")); got != "prefill@v2 cap 3" {
 		t.Fatalf("after the approval went: prefill %s, want cap 3", got)
+	}
+}
+
+func TestReplicaGate_AnalysisFailureRollsBackOrHolds(t *testing.T) {
+	a := &v1alpha1.GateAnalysis{Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "q", SuccessCondition: "result < 1"}}
+	failed := &GateMeasurement{Gate: "replicas-1", Status: v1alpha1.AnalysisStatus{Phase: v1alpha1.AnalysisFailed, Value: "3",
+		Message: "result[0] = 3, want < 1", MeasuredAt: metav1.NewTime(epoch)}}
+	for _, policy := range []v1alpha1.GateFailurePolicy{v1alpha1.GateFailurePause, v1alpha1.GateFailureRollback} {
+		spec := gated(v1alpha1.Gate{Analysis: a, OnFailure: policy})
+		prev := Progress{UpdateRevision: "v2", Gate: &GateWait{Name: "replicas-1", Reason: v1alpha1.ReasonAnalysisRunning, ReachedAt: epoch.Add(-time.Minute)}}
+		// waiting for the first measurement
+		plan := planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: firstDone(spec, 1), Previous: prev})
+		if c := condition(plan, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonAnalysisRunning || plan.Status.GateRecheckIn == 0 {
+			t.Fatalf("%s, unmeasured: progressing %+v, recheck in %s", policy, c, plan.Status.GateRecheckIn)
+		}
+		plan = planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: firstDone(spec, 1), Previous: prev, Measured: failed})
+		c := condition(plan, v1alpha1.ConditionProgressing)
+		if c.Reason != v1alpha1.ReasonAnalysisFailed || c.Status != "False" || !strings.Contains(c.Message, "result[0] = 3") {
+			t.Fatalf("%s: progressing %+v", policy, c)
+		}
+		if s := condition(plan, v1alpha1.ConditionStalled); s.Status != "True" {
+			t.Errorf("%s: stalled %+v", policy, s)
+		}
+		if got := updatingIndices(plan); len(got) != 0 {
+			t.Errorf("%s: updating %v past a failed analysis", policy, got)
+		}
+		if plan.Status.Rollback != (policy == v1alpha1.GateFailureRollback) {
+			t.Errorf("%s: rollback %v", policy, plan.Status.Rollback)
+		}
+		if g := plan.Status.Progress.Gate; g == nil || g.Analysis == nil || g.Analysis.Value != "3" {
+			t.Errorf("%s: the measurement is not kept: %+v", policy, g)
+		}
+		// the kept measurement still holds on the next pass
+		again := planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: firstDone(spec, 1), Previous: plan.Status.Progress})
+		if c := condition(again, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonAnalysisFailed {
+			t.Errorf("%s: next pass %+v", policy, c)
+		}
+	}
+}
+
+func TestGates_ARolloutBackToTheCurrentRevisionPassesEveryGate(t *testing.T) {
+	spec := gated(v1alpha1.Gate{Approval: true})
+	// v2 is in replica 0; the spec went back to v1 (a rollback): replica 0 returns at once
+	obs := steadyReplicas(spec, "v1")
+	copy(obs, steadyReplicas(spec, "v2")[:1])
+	v1 := Revisions{Current: setRevision("v1"), Update: setRevision("v1")}
+	plan := planSet(t, SetInput{Spec: spec, Revisions: v1, Replicas: obs, Previous: Progress{UpdateRevision: "v1"}})
+	if got := updatingIndices(plan); !slices.Equal(got, []int32{0}) || plan.Status.Progress.Gate != nil {
+		t.Fatalf("rolling back: updating %v gate %+v, want replica 0 and no gate", got, plan.Status.Progress.Gate)
 	}
 }

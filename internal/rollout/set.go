@@ -196,6 +196,14 @@ type GateWait struct {
 	Name      string
 	Reason    v1alpha1.ConditionReason
 	ReachedAt time.Time
+	// Analysis is the gate's last measurement.
+	Analysis *v1alpha1.AnalysisStatus
+}
+
+// GateMeasurement is a measurement the controller took for a gate.
+type GateMeasurement struct {
+	Gate   string
+	Status v1alpha1.AnalysisStatus
 }
 
 // SetInput is everything PlanSet reads.
@@ -209,6 +217,9 @@ type SetInput struct {
 	// Approved is the PodCliqueSet's approval annotation
 	// (v1alpha1.AnnotationApprovedRevision); "" for none.
 	Approved string
+	// Measured is a measurement just taken for the gate the last plan waited
+	// at (nil: none); otherwise that gate's last one (Previous.Gate) counts.
+	Measured *GateMeasurement
 }
 
 // ChildTarget is the target of one named child of a PCS replica.
@@ -248,9 +259,12 @@ type SetStatus struct {
 	Complete         bool
 	DeadlineExceeded bool
 	// GateRecheckIn is when the gate the plan waits at may open by itself (a
-	// soak ending); 0 when none will.
+	// soak ending, the next measurement); 0 when none will.
 	GateRecheckIn time.Duration
-	Conditions    []Condition
+	// Rollback: a gate's analysis failed and its onFailure is Rollback: the
+	// PodCliqueSet goes back to CurrentRevision.
+	Rollback   bool
+	Conditions []Condition
 }
 
 // SetPlan is the answer of PlanSet.

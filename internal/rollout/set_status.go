@@ -20,7 +20,7 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 	s.Units = p.unitCounts(s)
 	s.Progress, s.DeadlineExceeded = p.progress(s, u)
 	if u.gate != nil {
-		s.GateRecheckIn = u.gate.verdict.RecheckIn
+		s.GateRecheckIn, s.Rollback = u.gate.verdict.RecheckIn, u.gate.verdict.Rollback
 	}
 	progressing := p.progressingCondition(s, u)
 	s.Conditions = append([]Condition{p.availableCondition(s), progressing}, kstatusConditions(progressing)...)
@@ -29,16 +29,18 @@ func (p *setPlanner) status(u *updatingSet) SetStatus {
 
 // kstatusConditions are Reconciling and Stalled, read from Progressing the way
 // kstatus expects them: Reconciling is True while the operator still has work
-// it will do by itself (a soak included); a rollout held by design (paused,
-// at the partition, awaiting approval, OnDelete waiting for deletions) is not
-// reconciling; a passed deadline stalls.
+// it will do by itself (a soak and an analysis included); a rollout held by
+// design (paused, at the partition, awaiting approval, OnDelete waiting for
+// deletions) is not reconciling; a passed deadline or a failed analysis
+// stalls.
 func kstatusConditions(progressing Condition) []Condition {
 	reconciling := Condition{Type: v1alpha1.ConditionReconciling, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
 	stalled := Condition{Type: v1alpha1.ConditionStalled, Status: "False", Reason: progressing.Reason, Message: progressing.Message}
 	switch progressing.Reason {
-	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonScaling, v1alpha1.ReasonSoaking:
+	case v1alpha1.ReasonRollingUpdateInProgress, v1alpha1.ReasonRoleStepWaiting, v1alpha1.ReasonScaling, v1alpha1.ReasonSoaking,
+		v1alpha1.ReasonAnalysisRunning:
 		reconciling.Status = "True"
-	case v1alpha1.ReasonProgressDeadlineExceeded:
+	case v1alpha1.ReasonProgressDeadlineExceeded, v1alpha1.ReasonAnalysisFailed:
 		stalled.Status = "True"
 	}
 	return []Condition{reconciling, stalled}
@@ -99,7 +101,7 @@ func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	rev, prev := p.in.Revisions, p.in.Previous
 	prog := Progress{Paused: p.paused(), UpdateRevision: rev.Update.Name, UpdatingReplicas: u.progress, ReplicaGatesPassed: p.gatesPassed}
 	if g := u.gate; g != nil {
-		prog.Gate = &GateWait{Name: g.name, Reason: g.verdict.Reason, ReachedAt: g.reachedAt}
+		prog.Gate = &GateWait{Name: g.name, Reason: g.verdict.Reason, ReachedAt: g.reachedAt, Analysis: g.measured}
 	}
 	if prev.UpdateRevision == rev.Update.Name {
 		prog.UpdateStartedAt, prog.UpdateEndedAt = prev.UpdateStartedAt, prev.UpdateEndedAt
@@ -160,6 +162,9 @@ func (p *setPlanner) progressingCondition(s SetStatus, u *updatingSet) Condition
 		c.Status, c.Reason, c.Message = "Unknown", v1alpha1.ReasonPaused, "the rollout is paused"
 	case u.gate != nil:
 		c.Reason, c.Message = u.gate.verdict.Reason, fmt.Sprintf("%d of %d replicas updated; %s", s.UpdatedReplicas, p.shape.replicas, u.gate.verdict.Message)
+		if u.gate.verdict.Failed {
+			c.Status = "False" // a failure, as a passed deadline is
+		}
 	case s.DeadlineExceeded:
 		c.Status, c.Reason, c.Message = "False", v1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("no progress since %s", s.Progress.LastProgressAt.UTC().Format(time.RFC3339))
 	case !p.rolloutActive():

@@ -170,24 +170,33 @@ func (p *setPlanner) selectReplica() *replicaView {
 type gateWait struct {
 	name      string
 	reachedAt time.Time
+	measured  *v1alpha1.AnalysisStatus
 	verdict   gate.Verdict
 }
 
 // checkpoint evaluates g at the checkpoint name; nil when it is open. The
 // checkpoint was reached when the last plan of this rollout first waited at
-// it, or now.
+// it, or now; its last measurement is the one just taken, or the one the
+// last plan kept. A rollout back to the current revision (a rollback, a
+// spec put back) passes every gate: it returns to what ran before.
 func (p *setPlanner) checkpoint(g *v1alpha1.Gate, name string) *gateWait {
-	reached := p.in.Now
-	prev := p.in.Previous
-	if prev.Gate != nil && prev.Gate.Name == name && prev.UpdateRevision == p.in.Revisions.Update.Name && !prev.Gate.ReachedAt.IsZero() {
-		reached = prev.Gate.ReachedAt
-	}
-	v := gate.Evaluate(gate.Input{Gate: g, Name: name, Revision: p.in.Revisions.Update.Name, ReachedAt: reached, Now: p.in.Now,
-		Approved: p.in.Approved})
-	if v.Open {
+	if p.in.Revisions.Update.Name == p.in.Revisions.Current.Name {
 		return nil
 	}
-	return &gateWait{name: name, reachedAt: reached, verdict: v}
+	w := &gateWait{name: name, reachedAt: p.in.Now}
+	prev := p.in.Previous
+	if prev.Gate != nil && prev.Gate.Name == name && prev.UpdateRevision == p.in.Revisions.Update.Name && !prev.Gate.ReachedAt.IsZero() {
+		w.reachedAt, w.measured = prev.Gate.ReachedAt, prev.Gate.Analysis
+	}
+	if m := p.in.Measured; m != nil && m.Gate == name {
+		w.measured = &m.Status
+	}
+	w.verdict = gate.Evaluate(gate.Input{Gate: g, Name: name, Revision: p.in.Revisions.Update.Name, ReachedAt: w.reachedAt, Now: p.in.Now,
+		Approved: p.in.Approved, Measured: w.measured})
+	if w.verdict.Open {
+		return nil
+	}
+	return w
 }
 
 // replicaGate is the closed checkpoint replicas-N that holds back the next

@@ -17,6 +17,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/limit"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 	"github.com/lockstep-dev/lockstep/internal/naming"
 )
 
@@ -328,8 +330,31 @@ func (v *pcsValidator) validateGate(p *field.Path, g *v1alpha1.Gate) {
 	if g.SoakSeconds < 0 || g.SoakSeconds > maxSoakSeconds {
 		v.add(field.Invalid(p.Child("soakSeconds"), g.SoakSeconds, fmt.Sprintf("must be between 0 and %d (a week); hold longer with spec.paused", maxSoakSeconds)))
 	}
-	if g.SoakSeconds == 0 && !g.Approval {
-		v.warn("%s has neither soakSeconds nor approval: it never holds the rollout", p)
+	switch g.OnFailure {
+	case "", v1alpha1.GateFailurePause, v1alpha1.GateFailureRollback:
+	default:
+		v.add(field.NotSupported(p.Child("onFailure"), g.OnFailure, []string{string(v1alpha1.GateFailurePause), string(v1alpha1.GateFailureRollback)}))
+	}
+	if a := g.Analysis; a != nil {
+		ap := p.Child("analysis")
+		if a.IntervalSeconds < 0 || a.IntervalSeconds > 3600 {
+			v.add(field.Invalid(ap.Child("intervalSeconds"), a.IntervalSeconds, "must be between 1 and 3600"))
+		}
+		pp := ap.Child("prometheus")
+		if err := analysis.ValidateAddress(a.Prometheus.Address); err != nil {
+			v.add(field.Invalid(pp.Child("address"), a.Prometheus.Address, err.Error()))
+		}
+		if strings.TrimSpace(a.Prometheus.Query) == "" {
+			v.add(field.Required(pp.Child("query"), "a PromQL instant query"))
+		}
+		if _, err := gate.ParseCondition(a.Prometheus.SuccessCondition); err != nil {
+			v.add(field.Invalid(pp.Child("successCondition"), a.Prometheus.SuccessCondition, err.Error()))
+		}
+	} else if g.OnFailure != "" {
+		v.warn("%s has onFailure but no analysis: only a failed analysis applies it", p.Child("onFailure"))
+	}
+	if g.SoakSeconds == 0 && !g.Approval && g.Analysis == nil {
+		v.warn("%s has no soakSeconds, approval or analysis: it never holds the rollout", p)
 	}
 }
 

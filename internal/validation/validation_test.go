@@ -200,6 +200,21 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		{name: "a soak over a week", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{SoakSeconds: 7*24*3600 + 1}
 		}), wantField: "spec.updateStrategy.gate.soakSeconds", wantMsg: "must be between 0 and 604800"},
+		{name: "an analysis gate that rolls back is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{
+				Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://prometheus.monitoring:9090", Query: "sum(rate(errors[1m]))", SuccessCondition: "result < 0.01"}}}
+		})},
+		{name: "an analysis address that is a file", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
+				Prometheus: v1alpha1.PrometheusAnalysis{Address: "file:///etc/passwd", Query: "up", SuccessCondition: "result > 0"}}}
+		}), wantField: "spec.updateStrategy.gate.analysis.prometheus.address", wantMsg: "the scheme must be http or https"},
+		{name: "a success condition that is code", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
+				Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "up", SuccessCondition: "len(result) > 0"}}}
+		}), wantField: "spec.updateStrategy.gate.analysis.prometheus.successCondition", wantMsg: "is not a comparison"},
+		{name: "an unknown failure policy", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Approval: true, OnFailure: "Retry"}
+		}), wantField: "spec.updateStrategy.gate.onFailure", wantMsg: "Unsupported value"},
 		{name: "a role step's negative soak", mutate: fn(roleSteps("decode", "1"), func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.RoleUpgrade.Steps[0].Gate = &v1alpha1.Gate{SoakSeconds: -1}
 		}), wantField: "spec.updateStrategy.roleUpgrade.steps[0].gate.soakSeconds", wantMsg: "must be between 0 and 604800"},

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
@@ -43,19 +46,31 @@ func TestMain(m *testing.M) {
 		level = zapcore.DebugLevel
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+	// A real Prometheus scraping the test's exporter answers gates' analyses.
+	exporter := httptest.NewServer(http.HandlerFunc(serveExporter))
 	var err error
+	if prom, err = testenv.StartPrometheus(strings.TrimPrefix(exporter.URL, "http://")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		exporter.Close()
+		os.Exit(1)
+	}
 	env, err = testenv.Start(testenv.Options{Webhooks: true, PodGroupProtection: true, Setup: func(mgr ctrl.Manager) error {
 		// envtest serves the gang API (no scheduler: the test kubelet binds pods).
-		return controller.Setup(mgr, gang.NewNative(gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), IndexedPods: true}))
+		return controller.Setup(mgr, gang.NewNative(gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), IndexedPods: true}),
+			&analysis.Prometheus{Allowed: []string{prom.Address}})
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		_ = prom.Stop()
+		exporter.Close()
 		os.Exit(1)
 	}
 	code := m.Run()
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
+	_ = prom.Stop()
+	exporter.Close()
 	os.Exit(code)
 }
 

@@ -162,6 +162,19 @@ func (r *renderer) gate() string {
 			since, r.s.PCS.Name)
 	case v1alpha1.ReasonSoaking:
 		return fmt.Sprintf("%s %s for %s", r.paint(cyan, g.Name), r.paint(yellow, "soaking"), since)
+	case v1alpha1.ReasonAnalysisRunning, v1alpha1.ReasonAnalysisFailed:
+		state, style := "measuring", yellow
+		if g.Reason == v1alpha1.ReasonAnalysisFailed {
+			state, style = "analysis failed", red
+		}
+		out := fmt.Sprintf("%s %s for %s", r.paint(cyan, g.Name), r.paint(style, state), since)
+		if a := g.Analysis; a != nil {
+			out += fmt.Sprintf("   last: %s, %s (%s ago)", a.Phase, a.Message, Duration(r.s.Now.Sub(a.MeasuredAt.Time)))
+		}
+		if g.Reason == v1alpha1.ReasonAnalysisFailed {
+			out += fmt.Sprintf("   override: kubectl lockstep approve %s", r.s.PCS.Name)
+		}
+		return out
 	}
 	return fmt.Sprintf("%s %s for %s", r.paint(cyan, g.Name), g.Reason, since)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/fresh"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
@@ -41,6 +42,8 @@ type Reconciler struct {
 	Now     func() time.Time
 	// Batch holds back progress-only status changes; nil holds nothing back.
 	Batch *write.Batch
+	// Analysis measures gates' analyses; nil measures nothing.
+	Analysis *analysis.Prometheus
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -84,9 +87,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now,
-		Approved: pcs.Annotations[v1alpha1.AnnotationApprovedRevision]})
+		Approved: pcs.Annotations[v1alpha1.AnnotationApprovedRevision], Measured: r.measure(ctx, pcs, spec, revs.Update.Name, now)})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
+	}
+	if plan.Status.Rollback {
+		// The status of this pass says why; the rollback itself is the
+		// annotation's, done on the next pass.
+		if err := r.requestRollback(ctx, pcs, plan); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	narrate.Plan(ctx, func() []any {
 		return []any{"createReplicas", len(plan.Creates), "deleteReplicas", len(plan.Deletes),

@@ -74,7 +74,7 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 		p.UpdatingReplicas = append(p.UpdatingReplicas, rp)
 	}
 	if g := up.Gate; g != nil {
-		p.Gate = &rollout.GateWait{Name: g.Name, Reason: g.Reason, ReachedAt: g.ReachedAt.Time}
+		p.Gate = &rollout.GateWait{Name: g.Name, Reason: g.Reason, ReachedAt: g.ReachedAt.Time, Analysis: g.Analysis}
 	}
 	p.ReplicaGatesPassed = up.ReplicaGatesPassed
 	return p
@@ -249,7 +249,7 @@ func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
 		ReplicaGatesPassed: p.ReplicaGatesPassed,
 	}
 	if g := p.Gate; g != nil {
-		out.Gate = &v1alpha1.GateStatus{Name: g.Name, Reason: g.Reason, ReachedAt: metav1.NewTime(g.ReachedAt)}
+		out.Gate = &v1alpha1.GateStatus{Name: g.Name, Reason: g.Reason, ReachedAt: metav1.NewTime(g.ReachedAt), Analysis: g.Analysis}
 	}
 	for _, u := range p.UpdatingReplicas {
 		if len(out.UpdatingReplicas) == maxUpdatingInStatus {

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	var err error
 	env, err = testenv.Start(testenv.Options{Webhooks: false, Setup: func(mgr ctrl.Manager) error {
-		return controller.Setup(mgr, gang.None{})
+		return controller.Setup(mgr, gang.None{}, nil)
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
