@@ -70,11 +70,12 @@ func StartPrometheus(targets ...string) (*Prometheus, error) {
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
 			}
+			err = fmt.Errorf("/-/ready answered %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
 			_ = p.Stop()
 			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			return nil, fmt.Errorf("prometheus not ready after 60s: %v\n%s", err, out)
+			return nil, fmt.Errorf("prometheus not ready after 60s: %w\n%s", err, out)
 		}
 		time.Sleep(100 * time.Millisecond) // polling a process coming up, with a deadline
 	}
