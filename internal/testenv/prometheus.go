@@ -22,10 +22,23 @@ type Prometheus struct {
 	dir     string
 }
 
-// StartPrometheus runs bin/prometheus ($LOCKSTEP_BIN when set), scraping
-// every target (host:port, path /metrics) each second, and waits until it is
-// ready. Stop it with Stop.
+// StartPrometheus runs bin/prometheus ($LOCKSTEP_BIN when set) on a free
+// port, scraping every target (host:port, path /metrics) each second, and
+// waits until it is ready. Stop it with Stop.
 func StartPrometheus(targets ...string) (*Prometheus, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return StartPrometheusOn(port, targets...)
+}
+
+// FreePort is a port nothing listens on now: for a server whose address
+// must be known before it starts.
+func FreePort() (int, error) { return freePort() }
+
+// StartPrometheusOn is StartPrometheus on a given port.
+func StartPrometheusOn(port int, targets ...string) (*Prometheus, error) {
 	bin := os.Getenv("LOCKSTEP_BIN")
 	if bin == "" {
 		bin = filepath.Join(RepoRoot(), "bin")
@@ -45,10 +58,6 @@ func StartPrometheus(targets ...string) (*Prometheus, error) {
 	config := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n- job_name: test\n  static_configs:\n  - targets: [%s]\n",
 		strings.Join(quoted, ", "))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
 		return nil, err
 	}
 	p := &Prometheus{Address: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir}

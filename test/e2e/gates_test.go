@@ -4,11 +4,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
 // replicaImages is the image tags of the live pods of each replica of the
@@ -78,5 +85,76 @@ func TestGate_ApprovalHoldsAfterReplicaZeroUntilApproved(t *testing.T) {
 	s.assertRolledOut(end, live)
 	if up := live.Status.UpdateProgress; up == nil || up.ReplicaGatesPassed != 1 || up.Gate != nil {
 		t.Errorf("progress after the rollout: %+v, want replicas-1 passed and no gate waiting", up)
+	}
+}
+
+// analysisProm is the Prometheus the operator may query (TestMain starts it
+// scraping the operator and serveExporter); testProm is that server.
+var (
+	analysisProm string
+	testProm     *testenv.Prometheus
+)
+
+// errorRatios are the test_error_ratio series serveExporter reports, by
+// namespace.
+var errorRatios sync.Map
+
+func serveExporter(w http.ResponseWriter, _ *http.Request) {
+	fmt.Fprintln(w, "# TYPE test_error_ratio gauge")
+	errorRatios.Range(func(ns, v any) bool {
+		fmt.Fprintf(w, "test_error_ratio{ns=%q} %s\n", ns, v)
+		return true
+	})
+}
+
+// A gate measured in a real Prometheus, twice: first on the operator's own
+// metrics (available servers of this PodCliqueSet), which pass, so the
+// rollout to v2 goes on by itself; then on an error ratio the test turns bad
+// once the rollout to v3 starts, so replica 0 comes back to v2 and the rollout
+// ends on v2 with an AnalysisRollback event. The monitor checks every budget
+// meanwhile, the rollback included.
+func TestGate_AnalysisPassesThenATurnedBadQueryRollsBack(t *testing.T) {
+	s := newScene(t, 1, parsePCS(t, pluginPCS))
+	ns, name := s.ns, s.name
+	expectPlugin(t, ns, 0, "status", name, "--timeout", "2m")
+	errorRatios.Store(ns, "0.01")
+	gateOn := func(query string) *v1alpha1.Gate {
+		return &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{IntervalSeconds: 2,
+			Prometheus: v1alpha1.PrometheusAnalysis{Address: analysisProm, Query: query, SuccessCondition: "result >= 3"}}}
+	}
+	s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
+		spec.UpdateStrategy.Gate = gateOn(fmt.Sprintf(`sum(lockstep_podcliqueset_role_units_available{namespace=%q, podcliqueset=%q})`, ns, name))
+		setImageTag("v2")(spec)
+	})
+	expectPlugin(t, ns, 0, "status", name, "--timeout", "3m")
+	if o, err := s.observe(t.Context()); err != nil {
+		t.Fatal(err)
+	} else if got := replicaImages(o); got[0]["v2"] != 2 || got[1]["v2"] != 2 {
+		t.Fatalf("after a passing analysis: %v, want every pod on v2", got)
+	}
+
+	s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
+		spec.UpdateStrategy.Gate = gateOn(fmt.Sprintf(`scalar(1 / max(test_error_ratio{ns=%q}))`, ns)) // 100 now: passes
+		setImageTag("v3")(spec)
+	})
+	errorRatios.Store(ns, "0.5") // v3 turns bad: 1/0.5 = 2 < 3
+	s.mustAwait("the failed analysis to roll back to v2", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		o, err := s.observe(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		got := replicaImages(o)
+		return progressingIs(o.pcs, v1alpha1.ReasonRolloutComplete) && got[0]["v2"] == 2 && got[1]["v2"] == 2, o.describe(), nil
+	})
+	var events eventsv1.EventList
+	if err := testCluster.Client.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	rolledBack := false
+	for _, e := range events.Items {
+		rolledBack = rolledBack || e.Reason == "AnalysisRollback" && strings.Contains(e.Note, "replicas-1")
+	}
+	if !rolledBack {
+		t.Error("no AnalysisRollback event")
 	}
 }

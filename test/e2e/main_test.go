@@ -11,10 +11,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +26,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/lockstep-dev/lockstep/internal/testenv"
 	"github.com/lockstep-dev/lockstep/test/e2e/cluster"
 )
 
@@ -99,6 +103,15 @@ func runTests(m *testing.M) int {
 	fmt.Fprintf(os.Stderr, "e2e: cluster %q up in %s\n", c.Name, time.Since(start).Round(100*time.Millisecond))
 	testCluster = c
 
+	// A real Prometheus answers gates' analyses: it scrapes the operator and
+	// the tests' exporter, and the operator may query it.
+	promPort, err := testenv.FreePort()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		_ = c.Stop(ctx)
+		return 1
+	}
+	analysisProm = fmt.Sprintf("http://127.0.0.1:%d", promPort)
 	op, err := startOperator(ctx, c)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cannot start the operator: %v\n", err)
@@ -107,6 +120,15 @@ func runTests(m *testing.M) int {
 	}
 	testOperator = op
 	fmt.Fprintf(os.Stderr, "e2e: operator running, log %s\n", op.LogPath)
+	exporter := httptest.NewServer(http.HandlerFunc(serveExporter))
+	defer exporter.Close()
+	if testProm, err = testenv.StartPrometheusOn(promPort, strings.TrimPrefix(exporter.URL, "http://"), fmt.Sprintf("127.0.0.1:%d", op.metricsPort)); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot start Prometheus: %v\n", err)
+		_ = op.stop()
+		_ = c.Stop(ctx)
+		return 1
+	}
+	defer func() { _ = testProm.Stop() }()
 	took, err := awaitGarbageCollector(ctx, c.Client)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)

@@ -138,6 +138,9 @@ func (o *operator) start(ctx context.Context) error {
 	if addr := os.Getenv(envOperatorPprof); addr != "" {
 		args = append(args, "--pprof-bind-address", addr)
 	}
+	if analysisProm != "" {
+		args = append(args, "--analysis-prometheus-address", analysisProm)
+	}
 	if o.serveOnly {
 		args = append(args, "--cert-secret=") // no rotator: the certificates are in certDir
 	} else {
