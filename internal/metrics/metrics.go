@@ -22,7 +22,17 @@ type Rollouts struct {
 	// annotation) by result: started, skipped (already at that revision) or
 	// failed (no such revision).
 	Rollbacks *prometheus.CounterVec
+	// Gates counts gates' outcomes: passed, analysis_failed.
+	Gates *prometheus.CounterVec
+	// GateWait is how long rollouts waited at gates they passed.
+	GateWait *prometheus.HistogramVec
 }
+
+// Outcomes of a gate, the values of Gates' outcome label.
+const (
+	GatePassed         = "passed"
+	GateAnalysisFailed = "analysis_failed"
+)
 
 // Results of a rollback request, the values of Rollbacks' result label.
 const (
@@ -61,8 +71,19 @@ func NewRollouts(reg prometheus.Registerer) *Rollouts {
 			Name: "lockstep_rollbacks_total",
 			Help: "Rollback requests by result: started, skipped (already at that revision), failed.",
 		}, append(labels, "result")),
+		Gates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_rollout_gates_total",
+			Help: "Gates' outcomes: passed (the rollout went past it), analysis_failed (its analysis failed).",
+		}, append(labels, "outcome")),
+		GateWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockstep_rollout_gate_wait_seconds",
+			Help:    "How long a rollout waited at a gate it passed, from reaching its checkpoint (soak, analysis and approval included).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 16), // 1 s to about 9 h
+		}, labels),
 	}
 	m.InProgress = register(reg, m.InProgress)
+	m.Gates = register(reg, m.Gates)
+	m.GateWait = register(reg, m.GateWait)
 	m.UpdatedUnits = register(reg, m.UpdatedUnits)
 	m.Duration = register(reg, m.Duration)
 	m.Steps = register(reg, m.Steps)
@@ -95,6 +116,8 @@ func (m *Rollouts) Forget(namespace, name string) {
 	m.Stalls.Delete(l)
 	m.Steps.DeletePartialMatch(l)
 	m.Rollbacks.DeletePartialMatch(l)
+	m.Gates.DeletePartialMatch(l)
+	m.GateWait.Delete(l)
 }
 
 // Rollback counts a rollback request of a PodCliqueSet with its result.

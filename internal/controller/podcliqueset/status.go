@@ -19,6 +19,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -374,6 +375,7 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 			}
 		}
 	}
+	recordGate(m, l, before, after, now)
 	prev := map[int32]*v1alpha1.RoleStepProgress{}
 	if before.UpdateProgress != nil {
 		for _, u := range before.UpdateProgress.UpdatingReplicas {
@@ -397,12 +399,6 @@ func (r *Reconciler) record(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.
 // what it waits for there changes (a soak ends, approval is due) and
 // GatePassed when it leaves one.
 func (r *Reconciler) narrateGate(pcs *v1alpha1.PodCliqueSet, before, after *v1alpha1.PodCliqueSetStatus) {
-	gateOf := func(s *v1alpha1.PodCliqueSetStatus) *v1alpha1.GateStatus {
-		if s.UpdateProgress == nil {
-			return nil
-		}
-		return s.UpdateProgress.Gate
-	}
 	was, now := gateOf(before), gateOf(after)
 	if was != nil && (now == nil || now.Name != was.Name) {
 		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "GatePassed", "Rollout", "Gate %s passed", was.Name)
@@ -414,4 +410,28 @@ func (r *Reconciler) narrateGate(pcs *v1alpha1.PodCliqueSet, before, after *v1al
 		}
 		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, "GateWaiting", "Rollout", "%s: %s", now.Reason, msg)
 	}
+}
+
+// recordGate counts a gate passed (with how long the rollout waited at it)
+// and an analysis failing, from one status to the next.
+func recordGate(m *metrics.Rollouts, l prometheus.Labels, before, after *v1alpha1.PodCliqueSetStatus, now time.Time) {
+	was, is := gateOf(before), gateOf(after)
+	outcome := func(o string) prometheus.Labels {
+		return prometheus.Labels{"namespace": l["namespace"], "podcliqueset": l["podcliqueset"], "outcome": o}
+	}
+	if was != nil && (is == nil || is.Name != was.Name) && before.UpdateRevision == after.UpdateRevision {
+		m.Gates.With(outcome(metrics.GatePassed)).Inc()
+		m.GateWait.With(l).Observe(now.Sub(was.ReachedAt.Time).Seconds())
+	}
+	if is != nil && is.Reason == v1alpha1.ReasonAnalysisFailed && (was == nil || was.Name != is.Name || was.Reason != is.Reason) {
+		m.Gates.With(outcome(metrics.GateAnalysisFailed)).Inc()
+	}
+}
+
+// gateOf is the gate a status says the rollout waits at; nil for none.
+func gateOf(s *v1alpha1.PodCliqueSetStatus) *v1alpha1.GateStatus {
+	if s.UpdateProgress == nil {
+		return nil
+	}
+	return s.UpdateProgress.Gate
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
@@ -190,4 +191,31 @@ func findCondition(st *v1alpha1.PodCliqueSetStatus, typ v1alpha1.ConditionType) 
 		}
 	}
 	return metav1.Condition{}
+}
+
+func TestRecordGate_CountsPassesAndFailures(t *testing.T) {
+	m := metrics.NewRollouts(prometheus.NewRegistry())
+	l := prometheus.Labels{"namespace": "ns", "podcliqueset": "web"}
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	at := func(name string, reason v1alpha1.ConditionReason) *v1alpha1.PodCliqueSetStatus {
+		st := &v1alpha1.PodCliqueSetStatus{UpdateRevision: "v2", UpdateProgress: &v1alpha1.PodCliqueSetUpdateProgress{}}
+		if name != "" {
+			st.UpdateProgress.Gate = &v1alpha1.GateStatus{Name: name, Reason: reason, ReachedAt: metav1.NewTime(now.Add(-time.Minute))}
+		}
+		return st
+	}
+	recordGate(m, l, at("", ""), at("replicas-1", v1alpha1.ReasonAwaitingApproval), now)
+	recordGate(m, l, at("replicas-1", v1alpha1.ReasonAwaitingApproval), at("replicas-1", v1alpha1.ReasonAwaitingApproval), now)
+	recordGate(m, l, at("replicas-1", v1alpha1.ReasonAwaitingApproval), at("", ""), now)
+	recordGate(m, l, at("", ""), at("replicas-2", v1alpha1.ReasonAnalysisRunning), now)
+	recordGate(m, l, at("replicas-2", v1alpha1.ReasonAnalysisRunning), at("replicas-2", v1alpha1.ReasonAnalysisFailed), now)
+	recordGate(m, l, at("replicas-2", v1alpha1.ReasonAnalysisFailed), at("replicas-2", v1alpha1.ReasonAnalysisFailed), now)
+	passed := testutil.ToFloat64(m.Gates.With(prometheus.Labels{"namespace": "ns", "podcliqueset": "web", "outcome": metrics.GatePassed}))
+	failed := testutil.ToFloat64(m.Gates.With(prometheus.Labels{"namespace": "ns", "podcliqueset": "web", "outcome": metrics.GateAnalysisFailed}))
+	if passed != 1 || failed != 1 {
+		t.Fatalf("passed %v, analysis_failed %v; want 1 and 1", passed, failed)
+	}
+	if n := testutil.CollectAndCount(m.GateWait); n != 1 {
+		t.Fatalf("%d wait series", n)
+	}
 }
