@@ -62,6 +62,9 @@ const (
 	ReasonSoaking ConditionReason = "Soaking"
 	// ReasonAwaitingApproval: the rollout waits at a gate for `kubectl lockstep approve`.
 	ReasonAwaitingApproval ConditionReason = "AwaitingApproval"
+	// ReasonAwaitingConditions: the rollout waits at a gate for its required
+	// conditions.
+	ReasonAwaitingConditions ConditionReason = "AwaitingConditions"
 	// ReasonAnalysisRunning: the rollout waits at a gate for a passing analysis.
 	ReasonAnalysisRunning ConditionReason = "AnalysisRunning"
 	// ReasonAnalysisFailed: a gate's analysis failed; with onFailure Pause the

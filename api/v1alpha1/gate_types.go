@@ -3,7 +3,8 @@ package v1alpha1
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // Gate is a checkpoint in a rollout: nothing new starts past it until it opens.
-// Its checks run in order: the soak, the analysis, the approval.
+// Its checks run in order: the soak, the required conditions, the analysis,
+// the approval.
 type Gate struct {
 	// SoakSeconds is how long the rollout rests at the checkpoint, from when it
 	// reached it, before the gate may open. 0 (the default) is no soak.
@@ -18,6 +19,16 @@ type Gate struct {
 	// gate still soaks) counts once the soak is over.
 	// +optional
 	Approval bool `json:"approval,omitempty"`
+
+	// RequiredConditions must all hold on the PodCliqueSet's own status
+	// conditions once the soak is over: its Available or GangScheduled, or a
+	// condition another controller writes there (the operator keeps
+	// conditions it does not own).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	RequiredConditions []RequiredCondition `json:"requiredConditions,omitempty"`
 
 	// Analysis measures the new revision once the soak is over: the gate
 	// opens only on a passing measurement taken after the checkpoint was
@@ -47,10 +58,26 @@ const (
 	GateFailureRollback GateFailurePolicy = "Rollback"
 )
 
-// GateAnalysis is a measurement of a rollout's health.
+// RequiredCondition is a condition type and the status it must have.
+type RequiredCondition struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Type string `json:"type"`
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status metav1.ConditionStatus `json:"status"`
+}
+
+// GateAnalysis is a measurement of a rollout's health: a Prometheus query or
+// a webhook, exactly one.
+// +kubebuilder:validation:XValidation:rule="has(self.prometheus) != has(self.webhook)",message="exactly one of prometheus and webhook"
 type GateAnalysis struct {
 	// Prometheus runs an instant query and compares its result.
-	Prometheus PrometheusAnalysis `json:"prometheus"`
+	// +optional
+	Prometheus *PrometheusAnalysis `json:"prometheus,omitempty"`
+
+	// Webhook asks an HTTP endpoint.
+	// +optional
+	Webhook *WebhookAnalysis `json:"webhook,omitempty"`
 
 	// IntervalSeconds is how often the query runs while the gate waits for a
 	// passing measurement. Defaults to 10.
@@ -58,6 +85,18 @@ type GateAnalysis struct {
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	IntervalSeconds int32 `json:"intervalSeconds,omitempty"`
+}
+
+// WebhookAnalysis asks an HTTP endpoint for a verdict: the operator POSTs
+// the rollout's state as JSON (kind, namespace, name, gate, revision and the
+// replica counts) and reads {"result": "pass" | "fail" | "inconclusive",
+// "message": "..."} from a 2xx answer. Anything else is inconclusive.
+type WebhookAnalysis struct {
+	// URL is the endpoint (http or https). The operator calls only URLs
+	// under one of its --analysis-webhook-url-prefix flags.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
 }
 
 // PrometheusAnalysis is one PromQL instant query and the condition its result

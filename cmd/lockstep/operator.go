@@ -26,8 +26,9 @@ type operatorOptions struct {
 	mutatingConfigName   string
 	validatingConfigName string
 	gangBackend          string
-	// prometheusAddresses are the Prometheus servers gates' analyses may query.
-	prometheusAddresses []string
+	// prometheusAddresses are the Prometheus servers gates' analyses may
+	// query, webhookPrefixes the URLs they may call.
+	prometheusAddresses, webhookPrefixes []string
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -47,6 +48,8 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.gangBackend, "gang-backend", gang.ModeAuto, "Gang scheduling: auto (native when the apiserver serves scheduling.k8s.io/v1alpha2 PodGroups, else none), native or none.")
 	f.StringArrayVar(&o.prometheusAddresses, "analysis-prometheus-address", nil,
 		"A Prometheus server (http or https base URL) that gates' analyses may query; repeatable. None (the default): a gate with an analysis holds, saying the address is not allowed. The operator sends the gate's query to it, so allow only servers any PodCliqueSet author may query.")
+	f.StringArrayVar(&o.webhookPrefixes, "analysis-webhook-url-prefix", nil,
+		"A URL prefix (http or https; scheme, host and leading path segments) under which gates' webhook analyses may be called; repeatable. None (the default): a webhook analysis holds, saying its URL is not allowed.")
 	return cmd
 }
 
@@ -67,17 +70,23 @@ func runOperator(o *operatorOptions) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("gang scheduling", "backend", gangs.Name())
-	prom := &analysis.Prometheus{}
+	measurer := &analysis.Measurer{}
 	for _, a := range o.prometheusAddresses {
 		if err := analysis.ValidateAddress(a); err != nil {
 			return fmt.Errorf("--analysis-prometheus-address: %w", err)
 		}
-		prom.Allowed = append(prom.Allowed, analysis.NormalizeAddress(a))
+		measurer.PrometheusAddresses = append(measurer.PrometheusAddresses, analysis.NormalizeAddress(a))
 	}
-	if len(prom.Allowed) > 0 {
-		ctrl.Log.WithName("setup").Info("gates' analyses may query", "prometheus", prom.Allowed)
+	for _, p := range o.webhookPrefixes {
+		if err := analysis.ValidateAddress(p); err != nil {
+			return fmt.Errorf("--analysis-webhook-url-prefix: %w", err)
+		}
+		measurer.WebhookPrefixes = append(measurer.WebhookPrefixes, p)
 	}
-	if err := controller.Setup(mgr, gangs, prom); err != nil {
+	if len(measurer.PrometheusAddresses)+len(measurer.WebhookPrefixes) > 0 {
+		ctrl.Log.WithName("setup").Info("gates' analyses may call", "prometheus", measurer.PrometheusAddresses, "webhooks", measurer.WebhookPrefixes)
+	}
+	if err := controller.Setup(mgr, gangs, measurer); err != nil {
 		return err
 	}
 	return o.serve(mgr, webhookServing{

@@ -24,11 +24,11 @@ import (
 
 // Setup builds every Lockstep reconciler, with all its fields set, and
 // registers it with the manager; gangs places pods in gangs (gang.None{} for
-// plain pods); prometheus measures gates' analyses (nil: it may query no
+// plain pods); analyses measures gates' analyses (nil: it may call no
 // server).
-func Setup(mgr ctrl.Manager, gangs gang.Backend, prometheus *analysis.Prometheus) error {
-	if prometheus == nil {
-		prometheus = &analysis.Prometheus{}
+func Setup(mgr ctrl.Manager, gangs gang.Backend, analyses *analysis.Measurer) error {
+	if analyses == nil {
+		analyses = &analysis.Measurer{}
 	}
 	if err := pods.AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -46,7 +46,7 @@ func Setup(mgr ctrl.Manager, gangs gang.Backend, prometheus *analysis.Prometheus
 		Metrics:   rollouts,
 		Now:       time.Now,
 		Batch:     batch,
-		Analysis:  prometheus,
+		Analysis:  analyses,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}

@@ -5,7 +5,11 @@ package gate
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -23,7 +27,13 @@ type Input struct {
 	Approved string
 	// Measured is the gate's last analysis measurement (nil: none yet).
 	Measured *v1alpha1.AnalysisStatus
+	// Conditions are the object's status conditions as last observed.
+	Conditions []metav1.Condition
 }
+
+// conditionsRecheck is how often unmet required conditions are looked at
+// again: a condition another controller writes wakes nothing here.
+const conditionsRecheck = 5 * time.Second
 
 // Verdict is what the gate says now.
 type Verdict struct {
@@ -68,8 +78,9 @@ func soakEnd(g *v1alpha1.Gate, reachedAt time.Time) time.Time {
 	return reachedAt.Add(time.Duration(g.SoakSeconds) * time.Second)
 }
 
-// Evaluate checks the soak, the analysis, then the approval. A nil gate is
-// open. An approval of the gate also overrides a failed analysis.
+// Evaluate checks the soak, the required conditions, the analysis, then the
+// approval. A nil gate is open. An approval of the gate also overrides a
+// failed analysis.
 func Evaluate(in Input) Verdict {
 	g := in.Gate
 	if g == nil {
@@ -80,6 +91,10 @@ func Evaluate(in Input) Verdict {
 			return Verdict{Reason: v1alpha1.ReasonSoaking, RecheckIn: left,
 				Message: fmt.Sprintf("gate %s soaks %s more (soakSeconds %d)", in.Name, left.Round(time.Second), g.SoakSeconds)}
 		}
+	}
+	if unmet := unmetConditions(g.RequiredConditions, in.Conditions); len(unmet) > 0 {
+		return Verdict{Reason: v1alpha1.ReasonAwaitingConditions, RecheckIn: conditionsRecheck,
+			Message: fmt.Sprintf("gate %s awaits the conditions %s", in.Name, strings.Join(unmet, ", "))}
 	}
 	approved := in.Approved == v1alpha1.ApprovalOf(in.Revision, in.Name)
 	if g.Analysis != nil {
@@ -107,7 +122,7 @@ func analysisVerdict(in Input, approved bool) (Verdict, bool) {
 	g, m := in.Gate, in.Measured
 	if m == nil || m.MeasuredAt.Time.Before(soakEnd(g, in.ReachedAt)) {
 		return Verdict{Reason: v1alpha1.ReasonAnalysisRunning, RecheckIn: time.Second,
-			Message: fmt.Sprintf("gate %s measures: %s", in.Name, g.Analysis.Prometheus.Query)}, false
+			Message: fmt.Sprintf("gate %s measures: %s", in.Name, describe(g.Analysis))}, false
 	}
 	switch m.Phase {
 	case v1alpha1.AnalysisPassed:
@@ -143,4 +158,32 @@ func Of(spec *v1alpha1.PodCliqueSetSpec, name string) *v1alpha1.Gate {
 		}
 	}
 	return nil
+}
+
+// describe names what an analysis measures.
+func describe(a *v1alpha1.GateAnalysis) string {
+	switch {
+	case a.Prometheus != nil:
+		return a.Prometheus.Query
+	case a.Webhook != nil:
+		return "webhook " + a.Webhook.URL
+	}
+	return "nothing"
+}
+
+// unmetConditions lists the required conditions conds does not meet, as
+// "Type=Status (now X)".
+func unmetConditions(required []v1alpha1.RequiredCondition, conds []metav1.Condition) []string {
+	var out []string
+	for _, r := range required {
+		now := "absent"
+		if c := apimeta.FindStatusCondition(conds, r.Type); c != nil {
+			if c.Status == r.Status {
+				continue
+			}
+			now = string(c.Status)
+		}
+		out = append(out, fmt.Sprintf("%s=%s (now %s)", r.Type, r.Status, now))
+	}
+	return out
 }

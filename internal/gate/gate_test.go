@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func measured(phase v1alpha1.AnalysisPhase, at time.Duration) *v1alpha1.Analysis
 }
 
 func TestEvaluate_Analysis(t *testing.T) {
-	analysis := &v1alpha1.GateAnalysis{Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "q", SuccessCondition: "result < 1"}}
+	analysis := &v1alpha1.GateAnalysis{Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "q", SuccessCondition: "result < 1"}}
 	pause := &v1alpha1.Gate{SoakSeconds: 60, Analysis: analysis}
 	rollback := &v1alpha1.Gate{Analysis: analysis, OnFailure: v1alpha1.GateFailureRollback}
 	approveAfter := &v1alpha1.Gate{Analysis: analysis, Approval: true}
@@ -130,5 +131,36 @@ func TestOf(t *testing.T) {
 		if got := Of(spec, name); got != want {
 			t.Errorf("%s: %v", name, got)
 		}
+	}
+}
+
+func TestEvaluate_RequiredConditions(t *testing.T) {
+	g := &v1alpha1.Gate{SoakSeconds: 10, Approval: true, RequiredConditions: []v1alpha1.RequiredCondition{
+		{Type: "Available", Status: metav1.ConditionTrue}, {Type: "example.com/Verified", Status: metav1.ConditionTrue}}}
+	available := metav1.Condition{Type: "Available", Status: metav1.ConditionTrue}
+	verified := metav1.Condition{Type: "example.com/Verified", Status: metav1.ConditionFalse}
+	for _, tc := range []struct {
+		name   string
+		after  time.Duration
+		conds  []metav1.Condition
+		reason v1alpha1.ConditionReason
+		says   string
+	}{
+		{"the soak comes first", time.Second, nil, v1alpha1.ReasonSoaking, "soaks"},
+		{"absent", time.Minute, []metav1.Condition{available}, v1alpha1.ReasonAwaitingConditions, "example.com/Verified=True (now absent)"},
+		{"not yet", time.Minute, []metav1.Condition{available, verified}, v1alpha1.ReasonAwaitingConditions, "example.com/Verified=True (now False)"},
+	} {
+		v := Evaluate(Input{Gate: g, Name: "replicas-1", Revision: "v2", ReachedAt: t0, Now: t0.Add(tc.after), Conditions: tc.conds})
+		if v.Open || v.Reason != tc.reason || !strings.Contains(v.Message, tc.says) {
+			t.Errorf("%s: %+v", tc.name, v)
+		}
+		if v.Reason == v1alpha1.ReasonAwaitingConditions && v.RecheckIn == 0 {
+			t.Errorf("%s: conditions another controller writes are never looked at again", tc.name)
+		}
+	}
+	verified.Status = metav1.ConditionTrue
+	v := Evaluate(Input{Gate: g, Name: "replicas-1", Revision: "v2", ReachedAt: t0, Now: t0.Add(time.Minute), Conditions: []metav1.Condition{available, verified}})
+	if v.Reason != v1alpha1.ReasonAwaitingApproval {
+		t.Errorf("conditions met: %+v, want the approval next", v)
 	}
 }

@@ -187,7 +187,7 @@ func TestRoleStepGate_HoldsTheNextStepOfTheReplica(t *testing.T) {
 }
 
 func TestReplicaGate_AnalysisFailureRollsBackOrHolds(t *testing.T) {
-	a := &v1alpha1.GateAnalysis{Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "q", SuccessCondition: "result < 1"}}
+	a := &v1alpha1.GateAnalysis{Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "q", SuccessCondition: "result < 1"}}
 	failed := &GateMeasurement{Gate: "replicas-1", Status: v1alpha1.AnalysisStatus{Phase: v1alpha1.AnalysisFailed, Value: "3",
 		Message: "result[0] = 3, want < 1", MeasuredAt: metav1.NewTime(epoch)}}
 	for _, policy := range []v1alpha1.GateFailurePolicy{v1alpha1.GateFailurePause, v1alpha1.GateFailureRollback} {

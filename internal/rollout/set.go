@@ -3,6 +3,8 @@ package rollout
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
@@ -220,6 +222,9 @@ type SetInput struct {
 	// Measured is a measurement just taken for the gate the last plan waited
 	// at (nil: none); otherwise that gate's last one (Previous.Gate) counts.
 	Measured *GateMeasurement
+	// Conditions are the PodCliqueSet's status conditions as observed, for
+	// gates' required conditions.
+	Conditions []metav1.Condition
 }
 
 // ChildTarget is the target of one named child of a PCS replica.

@@ -192,7 +192,7 @@ func (p *setPlanner) checkpoint(g *v1alpha1.Gate, name string) *gateWait {
 		w.measured = &m.Status
 	}
 	w.verdict = gate.Evaluate(gate.Input{Gate: g, Name: name, Revision: p.in.Revisions.Update.Name, ReachedAt: w.reachedAt, Now: p.in.Now,
-		Approved: p.in.Approved, Measured: w.measured})
+		Approved: p.in.Approved, Measured: w.measured, Conditions: p.in.Conditions})
 	if w.verdict.Open {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -340,21 +341,46 @@ func (v *pcsValidator) validateGate(p *field.Path, g *v1alpha1.Gate) {
 		if a.IntervalSeconds < 0 || a.IntervalSeconds > 3600 {
 			v.add(field.Invalid(ap.Child("intervalSeconds"), a.IntervalSeconds, "must be between 1 and 3600"))
 		}
-		pp := ap.Child("prometheus")
-		if err := analysis.ValidateAddress(a.Prometheus.Address); err != nil {
-			v.add(field.Invalid(pp.Child("address"), a.Prometheus.Address, err.Error()))
-		}
-		if strings.TrimSpace(a.Prometheus.Query) == "" {
-			v.add(field.Required(pp.Child("query"), "a PromQL instant query"))
-		}
-		if _, err := gate.ParseCondition(a.Prometheus.SuccessCondition); err != nil {
-			v.add(field.Invalid(pp.Child("successCondition"), a.Prometheus.SuccessCondition, err.Error()))
+		switch {
+		case (a.Prometheus == nil) == (a.Webhook == nil):
+			v.add(field.Invalid(ap, "", "set exactly one of prometheus and webhook"))
+		case a.Prometheus != nil:
+			pp := ap.Child("prometheus")
+			if err := analysis.ValidateAddress(a.Prometheus.Address); err != nil {
+				v.add(field.Invalid(pp.Child("address"), a.Prometheus.Address, err.Error()))
+			}
+			if strings.TrimSpace(a.Prometheus.Query) == "" {
+				v.add(field.Required(pp.Child("query"), "a PromQL instant query"))
+			}
+			if _, err := gate.ParseCondition(a.Prometheus.SuccessCondition); err != nil {
+				v.add(field.Invalid(pp.Child("successCondition"), a.Prometheus.SuccessCondition, err.Error()))
+			}
+		default:
+			if err := analysis.ValidateAddress(a.Webhook.URL); err != nil {
+				v.add(field.Invalid(ap.Child("webhook", "url"), a.Webhook.URL, err.Error()))
+			}
 		}
 	} else if g.OnFailure != "" {
 		v.warn("%s has onFailure but no analysis: only a failed analysis applies it", p.Child("onFailure"))
 	}
-	if g.SoakSeconds == 0 && !g.Approval && g.Analysis == nil {
-		v.warn("%s has no soakSeconds, approval or analysis: it never holds the rollout", p)
+	seen := map[string]bool{}
+	for i, c := range g.RequiredConditions {
+		cp := p.Child("requiredConditions").Index(i)
+		switch {
+		case c.Type == "":
+			v.add(field.Required(cp.Child("type"), "a condition type"))
+		case seen[c.Type]:
+			v.add(field.Duplicate(cp.Child("type"), c.Type))
+		}
+		seen[c.Type] = true
+		switch c.Status {
+		case metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown:
+		default:
+			v.add(field.NotSupported(cp.Child("status"), c.Status, []string{"True", "False", "Unknown"}))
+		}
+	}
+	if g.SoakSeconds == 0 && !g.Approval && g.Analysis == nil && len(g.RequiredConditions) == 0 {
+		v.warn("%s has no soakSeconds, requiredConditions, analysis or approval: it never holds the rollout", p)
 	}
 }
 

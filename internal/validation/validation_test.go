@@ -202,16 +202,30 @@ func TestValidatePodCliqueSet(t *testing.T) {
 		}), wantField: "spec.updateStrategy.gate.soakSeconds", wantMsg: "must be between 0 and 604800"},
 		{name: "an analysis gate that rolls back is valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{
-				Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://prometheus.monitoring:9090", Query: "sum(rate(errors[1m]))", SuccessCondition: "result < 0.01"}}}
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://prometheus.monitoring:9090", Query: "sum(rate(errors[1m]))", SuccessCondition: "result < 0.01"}}}
 		})},
 		{name: "an analysis address that is a file", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
-				Prometheus: v1alpha1.PrometheusAnalysis{Address: "file:///etc/passwd", Query: "up", SuccessCondition: "result > 0"}}}
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "file:///etc/passwd", Query: "up", SuccessCondition: "result > 0"}}}
 		}), wantField: "spec.updateStrategy.gate.analysis.prometheus.address", wantMsg: "the scheme must be http or https"},
 		{name: "a success condition that is code", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
-				Prometheus: v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "up", SuccessCondition: "len(result) > 0"}}}
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "up", SuccessCondition: "len(result) > 0"}}}
 		}), wantField: "spec.updateStrategy.gate.analysis.prometheus.successCondition", wantMsg: "is not a comparison"},
+		{name: "a webhook analysis and required conditions are valid", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: "Available", Status: "True"}},
+				Analysis: &v1alpha1.GateAnalysis{Webhook: &v1alpha1.WebhookAnalysis{URL: "https://gates.example/lockstep"}}}
+		})},
+		{name: "an analysis with both prometheus and webhook", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{Webhook: &v1alpha1.WebhookAnalysis{URL: "https://gates.example/x"},
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://p:9090", Query: "up", SuccessCondition: "result > 0"}}}
+		}), wantField: "spec.updateStrategy.gate.analysis", wantMsg: "exactly one of prometheus and webhook"},
+		{name: "a webhook URL with credentials", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{Webhook: &v1alpha1.WebhookAnalysis{URL: "https://u:p@gates.example/x"}}}
+		}), wantField: "spec.updateStrategy.gate.analysis.webhook.url", wantMsg: "no credentials"},
+		{name: "a required condition named twice", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
+			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: "A", Status: "True"}, {Type: "A", Status: "False"}}}
+		}), wantField: "spec.updateStrategy.gate.requiredConditions[1].type", wantMsg: "Duplicate value"},
 		{name: "an unknown failure policy", mutate: fn(func(p *v1alpha1.PodCliqueSet) {
 			p.Spec.UpdateStrategy.Gate = &v1alpha1.Gate{Approval: true, OnFailure: "Retry"}
 		}), wantField: "spec.updateStrategy.gate.onFailure", wantMsg: "Unsupported value"},

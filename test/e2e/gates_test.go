@@ -120,7 +120,7 @@ func TestGate_AnalysisPassesThenATurnedBadQueryRollsBack(t *testing.T) {
 	errorRatios.Store(ns, "0.01")
 	gateOn := func(query string) *v1alpha1.Gate {
 		return &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{IntervalSeconds: 2,
-			Prometheus: v1alpha1.PrometheusAnalysis{Address: analysisProm, Query: query, SuccessCondition: "result >= 3"}}}
+			Prometheus: &v1alpha1.PrometheusAnalysis{Address: analysisProm, Query: query, SuccessCondition: "result >= 3"}}}
 	}
 	s.update(func(spec *v1alpha1.PodCliqueSetSpec) {
 		spec.UpdateStrategy.Gate = gateOn(fmt.Sprintf(`sum(lockstep_podcliqueset_role_units_available{namespace=%q, podcliqueset=%q})`, ns, name))

@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	env, err = testenv.Start(testenv.Options{Webhooks: true, PodGroupProtection: true, Setup: func(mgr ctrl.Manager) error {
 		// envtest serves the gang API (no scheduler: the test kubelet binds pods).
 		return controller.Setup(mgr, gang.NewNative(gang.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), IndexedPods: true}),
-			&analysis.Prometheus{Allowed: []string{prom.Address}})
+			&analysis.Measurer{PrometheusAddresses: []string{prom.Address}})
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

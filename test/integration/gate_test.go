@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,7 +123,7 @@ func serveExporter(w http.ResponseWriter, _ *http.Request) {
 
 // analysisGate measures the namespace's error ratio: it passes under 0.1.
 func analysisGate(ns string, onFailure v1alpha1.GateFailurePolicy) *v1alpha1.Gate {
-	return &v1alpha1.Gate{OnFailure: onFailure, Analysis: &v1alpha1.GateAnalysis{IntervalSeconds: 1, Prometheus: v1alpha1.PrometheusAnalysis{
+	return &v1alpha1.Gate{OnFailure: onFailure, Analysis: &v1alpha1.GateAnalysis{IntervalSeconds: 1, Prometheus: &v1alpha1.PrometheusAnalysis{
 		Address: prom.Address, Query: fmt.Sprintf("max(test_error_ratio{ns=%q})", ns), SuccessCondition: "result < 0.1"}}}
 }
 
@@ -210,4 +211,42 @@ func TestPodCliqueSet_AnalysisGatePausesOnFailureAndOpensOnAPass(t *testing.T) {
 			imagesByReplica(t, ns, "lockstep-examples/llm-engine:v3")["1"] > 0, fmt.Sprintf("%+v", pcs.Status)
 	})
 	assertEvent(t, ns, "GatePassed", "replicas-1")
+}
+
+// A gate that requires a condition another controller writes on the
+// PodCliqueSet: the rollout waits after replica 0 until it is there, and the
+// operator keeps the condition in every status it writes.
+func TestPodCliqueSet_RequiredConditionWrittenByAnotherController(t *testing.T) {
+	ns, pcs := disaggScene(t)
+	ctx := context.Background()
+	const verified = "example.com/Verified"
+	updatePCS(t, pcs, func(s *v1alpha1.PodCliqueSetSpec) {
+		s.UpdateStrategy.Gate = &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: verified, Status: metav1.ConditionTrue}}}
+		setEngineImage("lockstep-examples/llm-engine:v2")(s)
+	})
+	waitFor(t, "the rollout to wait for the condition", 120*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+		return progressingReason(pcs) == string(v1alpha1.ReasonAwaitingConditions) && pcs.Status.UpdatedReplicas == 1, fmt.Sprintf("%+v", pcs.Status)
+	})
+	if n := imagesByReplica(t, ns, "lockstep-examples/llm-engine:v2")["1"]; n != 0 {
+		t.Fatalf("replica 1 has %d pods on v2 before the condition", n)
+	}
+	// the other controller's verdict
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs); err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: verified, Status: metav1.ConditionTrue, Reason: "Checked", Message: "by the test"})
+		return env.Client.Status().Update(ctx, pcs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rollout to complete once the condition holds", 120*time.Second, func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
+		return pcs.Status.UpdatedReplicas == 2 && progressingReason(pcs) == string(v1alpha1.ReasonRolloutComplete), fmt.Sprintf("%+v", pcs.Status)
+	})
+	if c := apimeta.FindStatusCondition(pcs.Status.Conditions, verified); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the operator dropped or changed the other controller's condition: %+v", c)
+	}
 }

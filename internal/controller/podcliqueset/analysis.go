@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/gate"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -26,7 +27,8 @@ func (r *Reconciler) measure(ctx context.Context, pcs *v1alpha1.PodCliqueSet, sp
 	if !gate.MeasureDue(g, w.ReachedAt.Time, w.Analysis, now) {
 		return nil
 	}
-	st := r.Analysis.Measure(ctx, &g.Analysis.Prometheus)
+	st := r.Analysis.Measure(ctx, g.Analysis, analysis.State{Kind: "PodCliqueSet", Namespace: pcs.Namespace, Name: pcs.Name, Gate: w.Name,
+		Revision: updateRevision, Replicas: spec.DesiredReplicas(), UpdatedReplicas: pcs.Status.UpdatedReplicas, AvailableReplicas: pcs.Status.AvailableReplicas})
 	log.FromContext(ctx).Info("measured a gate's analysis", "gate", w.Name, "phase", st.Phase, "value", st.Value, "message", st.Message)
 	return &rollout.GateMeasurement{Gate: w.Name, Status: st}
 }

@@ -43,7 +43,7 @@ type Reconciler struct {
 	// Batch holds back progress-only status changes; nil holds nothing back.
 	Batch *write.Batch
 	// Analysis measures gates' analyses; nil measures nothing.
-	Analysis *analysis.Prometheus
+	Analysis *analysis.Measurer
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -87,7 +87,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan, err := rollout.PlanSet(rollout.SetInput{Spec: spec, Revisions: revs, Replicas: children.replicas, Previous: previousProgress(pcs), Now: now,
-		Approved: pcs.Annotations[v1alpha1.AnnotationApprovedRevision], Measured: r.measure(ctx, pcs, spec, revs.Update.Name, now)})
+		Approved: pcs.Annotations[v1alpha1.AnnotationApprovedRevision], Measured: r.measure(ctx, pcs, spec, revs.Update.Name, now),
+		Conditions: pcs.Status.Conditions})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning PodCliqueSet %s: %w", req.NamespacedName, err)
 	}

@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -42,11 +43,11 @@ func TestMain(m *testing.M) {
 }
 
 // measureUntil measures until the phase is want (each scrape is a second).
-func measureUntil(t *testing.T, p *analysis.Prometheus, a v1alpha1.PrometheusAnalysis, want v1alpha1.AnalysisPhase) v1alpha1.AnalysisStatus {
+func measureUntil(t *testing.T, m *analysis.Measurer, a v1alpha1.PrometheusAnalysis, want v1alpha1.AnalysisPhase) v1alpha1.AnalysisStatus {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st := p.Measure(context.Background(), &a)
+		st := m.Measure(context.Background(), &v1alpha1.GateAnalysis{Prometheus: &a}, analysis.State{})
 		if st.Phase == want {
 			return st
 		}
@@ -61,7 +62,7 @@ func TestMeasure_FollowsTheSeriesThroughARealPrometheus(t *testing.T) {
 	if err := prom.WaitForSample(t.Context(), "test_error_ratio"); err != nil {
 		t.Fatal(err)
 	}
-	p := &analysis.Prometheus{Allowed: []string{prom.Address}}
+	p := &analysis.Measurer{PrometheusAddresses: []string{prom.Address}}
 	decode := v1alpha1.PrometheusAnalysis{Address: prom.Address + "/", Query: `max(test_error_ratio{role="decode"})`, SuccessCondition: "result < 0.01"}
 	errorRatio.Store("0.2")
 	st := measureUntil(t, p, decode, v1alpha1.AnalysisFailed)
@@ -83,7 +84,7 @@ func TestMeasure_FollowsTheSeriesThroughARealPrometheus(t *testing.T) {
 }
 
 func TestMeasure_WhatCannotBeComparedIsInconclusive(t *testing.T) {
-	p := &analysis.Prometheus{Allowed: []string{prom.Address}}
+	p := &analysis.Measurer{PrometheusAddresses: []string{prom.Address}}
 	for _, tc := range []struct {
 		a    v1alpha1.PrometheusAnalysis
 		want string
@@ -94,13 +95,14 @@ func TestMeasure_WhatCannotBeComparedIsInconclusive(t *testing.T) {
 		{v1alpha1.PrometheusAnalysis{Address: prom.Address, Query: "test_error_ratio[1m]", SuccessCondition: "result > 0"}, "matrix"},
 		{v1alpha1.PrometheusAnalysis{Address: prom.Address, Query: "up", SuccessCondition: "exec(result)"}, "not a comparison"},
 	} {
-		st := p.Measure(t.Context(), &tc.a)
+		st := p.Measure(t.Context(), &v1alpha1.GateAnalysis{Prometheus: &tc.a}, analysis.State{})
 		if st.Phase != v1alpha1.AnalysisInconclusive || !strings.Contains(st.Message, tc.want) {
 			t.Errorf("%s on %s: %+v, want Inconclusive saying %q", tc.a.Query, tc.a.Address, st, tc.want)
 		}
 	}
-	down := &analysis.Prometheus{Allowed: []string{"http://127.0.0.1:1"}}
-	if st := down.Measure(t.Context(), &v1alpha1.PrometheusAnalysis{Address: "http://127.0.0.1:1", Query: "up", SuccessCondition: "result > 0"}); st.Phase != v1alpha1.AnalysisInconclusive {
+	down := &analysis.Measurer{PrometheusAddresses: []string{"http://127.0.0.1:1"}}
+	if st := down.Measure(t.Context(), &v1alpha1.GateAnalysis{Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://127.0.0.1:1", Query: "up",
+		SuccessCondition: "result > 0"}}, analysis.State{}); st.Phase != v1alpha1.AnalysisInconclusive {
 		t.Errorf("an unreachable server: %+v", st)
 	}
 }
@@ -114,6 +116,81 @@ func TestValidateAddress(t *testing.T) {
 	for _, bad := range []string{"", "prometheus:9090", "file:///etc/passwd", "http://user:pw@p:9090", "http://p:9090/?x=1", "http://"} {
 		if err := analysis.ValidateAddress(bad); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// A webhook is sent the rollout's state and its verdict is read; what is not
+// a verdict is inconclusive, and a URL outside the allowed prefixes is never
+// called.
+func TestMeasure_Webhook(t *testing.T) {
+	var got atomic.Value
+	answer := atomic.Value{}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var st analysis.State
+		if err := json.NewDecoder(r.Body).Decode(&st); err == nil && r.Method == http.MethodPost {
+			got.Store(st)
+		}
+		a := answer.Load().([2]string)
+		if a[0] == "500" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		fmt.Fprint(w, a[1])
+	}))
+	defer hook.Close()
+	m := &analysis.Measurer{WebhookPrefixes: []string{hook.URL + "/lockstep"}}
+	state := analysis.State{Kind: "PodCliqueSet", Namespace: "ns", Name: "web", Gate: "replicas-1", Revision: "web-v2", Replicas: 3, UpdatedReplicas: 1, AvailableReplicas: 3}
+	call := func(url string) v1alpha1.AnalysisStatus {
+		return m.Measure(t.Context(), &v1alpha1.GateAnalysis{Webhook: &v1alpha1.WebhookAnalysis{URL: url}}, state)
+	}
+	for _, tc := range []struct {
+		code, body string
+		phase      v1alpha1.AnalysisPhase
+		message    string
+	}{
+		{"200", `{"result":"pass","message":"error budget fine"}`, v1alpha1.AnalysisPassed, "error budget fine"},
+		{"200", `{"result":"fail","message":"5xx at 4%"}`, v1alpha1.AnalysisFailed, "5xx at 4%"},
+		{"200", `{"result":"inconclusive"}`, v1alpha1.AnalysisInconclusive, ""},
+		{"200", `{"result":"maybe"}`, v1alpha1.AnalysisInconclusive, "want pass, fail or inconclusive"},
+		{"200", `not json`, v1alpha1.AnalysisInconclusive, "not a verdict"},
+		{"500", `{"result":"fail"}`, v1alpha1.AnalysisInconclusive, "500 Internal Server Error, not a verdict"},
+	} {
+		answer.Store([2]string{tc.code, tc.body})
+		st := call(hook.URL + "/lockstep/verdict")
+		if st.Phase != tc.phase || !strings.Contains(st.Message, tc.message) {
+			t.Errorf("%s %s: %+v, want %s saying %q", tc.code, tc.body, st, tc.phase, tc.message)
+		}
+	}
+	if s, _ := got.Load().(analysis.State); s != state {
+		t.Errorf("the webhook was sent %+v, want %+v", s, state)
+	}
+	got.Store(analysis.State{})
+	answer.Store([2]string{"200", `{"result":"pass"}`})
+	for _, off := range []string{hook.URL + "/lockstep-evil", hook.URL + "/other", "http://127.0.0.2:1/lockstep/x"} {
+		if st := call(off); st.Phase != v1alpha1.AnalysisInconclusive || !strings.Contains(st.Message, "may not call") {
+			t.Errorf("%s: %+v", off, st)
+		}
+	}
+	if s, _ := got.Load().(analysis.State); s != (analysis.State{}) {
+		t.Errorf("a URL outside the prefixes was called: %+v", s)
+	}
+}
+
+func TestWebhookAllowed(t *testing.T) {
+	prefixes := []string{"https://hooks.example/lockstep/", "http://gate.internal"}
+	for u, want := range map[string]bool{
+		"https://hooks.example/lockstep":        true,
+		"https://hooks.example/lockstep/a/b":    true,
+		"https://hooks.example/lockstep-evil":   false,
+		"http://hooks.example/lockstep/a":       false,
+		"https://hooks.example.evil/lockstep/a": false,
+		"http://gate.internal/anything":         true,
+		"http://gate.internal:8080/anything":    false,
+		"https://user@hooks.example/lockstep/a": false,
+		"https://hooks.example/lockstep/a?x=1":  false,
+	} {
+		if got := analysis.WebhookAllowed(u, prefixes); got != want {
+			t.Errorf("%s: %v, want %v", u, got, want)
 		}
 	}
 }

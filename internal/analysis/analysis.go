@@ -1,9 +1,11 @@
 // Package analysis runs the measurements of rollout gates: PromQL instant
-// queries against the Prometheus servers the operator is allowed to query.
+// queries and webhook calls, only to the servers the operator is allowed to
+// call.
 // What a measurement means for the rollout is decided by package gate.
 package analysis
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,14 +31,30 @@ const maxResponse = 4 << 20
 // queryTimeout bounds one query.
 const queryTimeout = 10 * time.Second
 
-// Prometheus measures PrometheusAnalysis gates.
-type Prometheus struct {
-	// Allowed are the base URLs a gate may name (the operator's
-	// --analysis-prometheus-address flags); none allows nothing.
-	Allowed []string
+// Measurer measures gates' analyses against the servers the operator is
+// allowed to call.
+type Measurer struct {
+	// PrometheusAddresses are the base URLs a Prometheus analysis may name
+	// (--analysis-prometheus-address); none allows nothing.
+	PrometheusAddresses []string
+	// WebhookPrefixes are the URL prefixes a webhook analysis may call
+	// (--analysis-webhook-url-prefix); none allows nothing.
+	WebhookPrefixes []string
 	// Client does the requests; nil is a client that follows no redirect.
 	Client *http.Client
 	Now    func() time.Time
+}
+
+// State is the rollout's state a webhook is sent.
+type State struct {
+	Kind              string `json:"kind"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	Gate              string `json:"gate"`
+	Revision          string `json:"revision"`
+	Replicas          int32  `json:"replicas"`
+	UpdatedReplicas   int32  `json:"updatedReplicas"`
+	AvailableReplicas int32  `json:"availableReplicas"`
 }
 
 // NormalizeAddress is the form addresses are compared in: no trailing slash.
@@ -59,33 +77,52 @@ func ValidateAddress(a string) error {
 	return nil
 }
 
-// Measure runs the query of a and compares its result. Whatever goes wrong
-// on the way is Inconclusive: only a result that misses the condition fails.
-func (p *Prometheus) Measure(ctx context.Context, a *v1alpha1.PrometheusAnalysis) v1alpha1.AnalysisStatus {
+// Measure runs a's query or calls its webhook. Whatever goes wrong on the
+// way is Inconclusive: only an answer that says fail fails.
+func (m *Measurer) Measure(ctx context.Context, a *v1alpha1.GateAnalysis, st State) v1alpha1.AnalysisStatus {
 	now := time.Now
-	if p.Now != nil {
-		now = p.Now
+	if m.Now != nil {
+		now = m.Now
 	}
-	st := v1alpha1.AnalysisStatus{Phase: v1alpha1.AnalysisInconclusive, MeasuredAt: metav1.NewTime(now())}
+	out := v1alpha1.AnalysisStatus{Phase: v1alpha1.AnalysisInconclusive, MeasuredAt: metav1.NewTime(now())}
+	switch {
+	case a.Prometheus != nil:
+		m.prometheus(ctx, a.Prometheus, &out)
+	case a.Webhook != nil:
+		m.webhook(ctx, a.Webhook, st, &out)
+	default:
+		out.Message = "the analysis names neither prometheus nor webhook"
+	}
+	return out
+}
+
+func (m *Measurer) client() *http.Client {
+	if m.Client != nil {
+		return m.Client
+	}
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (m *Measurer) prometheus(ctx context.Context, a *v1alpha1.PrometheusAnalysis, st *v1alpha1.AnalysisStatus) {
 	addr := NormalizeAddress(a.Address)
-	if !slices.Contains(p.Allowed, addr) {
+	if !slices.Contains(m.PrometheusAddresses, addr) {
 		st.Message = fmt.Sprintf("the operator may not query %s: allow it with --analysis-prometheus-address", addr)
-		return st
+		return
 	}
 	cond, err := gate.ParseCondition(a.SuccessCondition)
 	if err != nil {
 		st.Message = err.Error()
-		return st
+		return
 	}
-	samples, err := p.query(ctx, addr, a.Query)
+	samples, err := m.query(ctx, addr, a.Query)
 	if err != nil {
 		st.Message = err.Error()
-		return st
+		return
 	}
 	met, v, ok := cond.Met(samples)
 	if !ok {
 		st.Message = fmt.Sprintf("the query returned %d samples: no result[%d] to compare", len(samples), cond.Index)
-		return st
+		return
 	}
 	st.Value = strconv.FormatFloat(v, 'g', -1, 64)
 	st.Message = fmt.Sprintf("result[%d] = %s, want %s %s", cond.Index, st.Value, cond.Op, strconv.FormatFloat(cond.Value, 'g', -1, 64))
@@ -93,7 +130,87 @@ func (p *Prometheus) Measure(ctx context.Context, a *v1alpha1.PrometheusAnalysis
 	if met {
 		st.Phase = v1alpha1.AnalysisPassed
 	}
-	return st
+}
+
+// WebhookAllowed reports whether u is under one of prefixes, compared as
+// parsed URLs (scheme, host and a path prefix at a segment boundary), so that
+// "https://hooks.example/lockstep" allows neither
+// "https://hooks.example/lockstep-evil" nor "https://hooks.example.evil/".
+func WebhookAllowed(u string, prefixes []string) bool {
+	target, err := url.Parse(u)
+	if err != nil || ValidateAddress(u) != nil {
+		return false
+	}
+	for _, p := range prefixes {
+		pre, err := url.Parse(p)
+		if err != nil || pre.Scheme != target.Scheme || pre.Host != target.Host {
+			continue
+		}
+		base := strings.TrimRight(pre.Path, "/")
+		if target.Path == base || strings.HasPrefix(target.Path, base+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// verdict is a webhook's answer.
+type verdict struct {
+	Result  string `json:"result"`
+	Message string `json:"message"`
+}
+
+func (m *Measurer) webhook(ctx context.Context, w *v1alpha1.WebhookAnalysis, state State, st *v1alpha1.AnalysisStatus) {
+	if !WebhookAllowed(w.URL, m.WebhookPrefixes) {
+		st.Message = fmt.Sprintf("the operator may not call %s: allow its prefix with --analysis-webhook-url-prefix", w.URL)
+		return
+	}
+	body, err := json.Marshal(state)
+	if err != nil {
+		st.Message = err.Error()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		st.Message = err.Error()
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.client().Do(req)
+	if err != nil {
+		st.Message = fmt.Sprintf("calling %s: %v", w.URL, err)
+		return
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		st.Message = fmt.Sprintf("reading %s's answer: %v", w.URL, err)
+		return
+	}
+	var v verdict
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || json.Unmarshal(answer, &v) != nil {
+		st.Message = fmt.Sprintf("%s answered %s, not a verdict", w.URL, resp.Status)
+		return
+	}
+	st.Value, st.Message = v.Result, truncate(v.Message, 256)
+	switch v.Result {
+	case "pass":
+		st.Phase = v1alpha1.AnalysisPassed
+	case "fail":
+		st.Phase = v1alpha1.AnalysisFailed
+	case "inconclusive":
+	default:
+		st.Value, st.Message = "", fmt.Sprintf("%s answered result %q; want pass, fail or inconclusive", w.URL, truncate(v.Result, 32))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // response is the part of Prometheus's /api/v1/query answer read here.
@@ -108,18 +225,14 @@ type response struct {
 
 // query runs an instant query and returns its samples: a scalar's value, or
 // a vector's values ordered by their label sets.
-func (p *Prometheus) query(ctx context.Context, addr, q string) ([]float64, error) {
+func (m *Measurer) query(ctx context.Context, addr, q string) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/api/v1/query?"+url.Values{"query": {q}}.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
-	c := p.Client
-	if c == nil {
-		c = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
-	resp, err := c.Do(req)
+	resp, err := m.client().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("querying %s: %w", addr, err)
 	}
