@@ -25,14 +25,7 @@ func drawGated(t *rapid.T) (Scenario, *v1alpha1.Gate) {
 		g.SoakSeconds = int32(rapid.IntRange(1, 300).Draw(t, "soak s"))
 	}
 	spec.UpdateStrategy.Gate = g
-	v1 := revision("v1", spec, nil)
-	v2 := revision("v2", spec, &v1, drawChanged(t, spec, "v2")...)
-	sc := Scenario{From: spec, FromRevision: v1, To: spec, ToRevision: v2,
-		Startup: time.Duration(rapid.IntRange(1, 30).Draw(t, "startup s")) * time.Second,
-		Jitter:  rapid.Float64Range(0, 1).Draw(t, "jitter"),
-		Seed:    rapid.Uint64().Draw(t, "seed"),
-		Grace:   time.Duration(rapid.IntRange(0, 5).Draw(t, "grace s")) * time.Second,
-	}
+	sc := drawRollout(t, spec)
 	sc.MaxSteps = 4000
 	return sc, g
 }

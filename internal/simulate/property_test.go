@@ -140,17 +140,24 @@ func drawChanged(t *rapid.T, spec *v1alpha1.PodCliqueSetSpec, label string) []st
 	return keep
 }
 
-// drawScenario draws a rollout with events; it reports whether a fault was injected.
-func drawScenario(t *rapid.T) (Scenario, bool) {
-	spec := drawSpec(t)
+// drawRollout draws a rollout of spec to a new revision (some roles kept),
+// with random start-up times, jitter, seed and grace.
+func drawRollout(t *rapid.T, spec *v1alpha1.PodCliqueSetSpec) Scenario {
 	v1 := revision("v1", spec, nil)
 	v2 := revision("v2", spec, &v1, drawChanged(t, spec, "v2")...)
-	sc := Scenario{From: spec, FromRevision: v1, To: spec, ToRevision: v2,
+	return Scenario{From: spec, FromRevision: v1, To: spec, ToRevision: v2,
 		Startup: time.Duration(rapid.IntRange(1, 30).Draw(t, "startup s")) * time.Second,
 		Jitter:  rapid.Float64Range(0, 1).Draw(t, "jitter"),
 		Seed:    rapid.Uint64().Draw(t, "seed"),
 		Grace:   time.Duration(rapid.IntRange(0, 5).Draw(t, "grace s")) * time.Second,
 	}
+}
+
+// drawScenario draws a rollout with events; it reports whether a fault was injected.
+func drawScenario(t *rapid.T) (Scenario, bool) {
+	spec := drawSpec(t)
+	sc := drawRollout(t, spec)
+	v2 := sc.ToRevision
 	at := func(label string) time.Duration {
 		return time.Duration(rapid.IntRange(0, 120).Draw(t, label)) * time.Second
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -128,4 +129,20 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Exporter serves the gauge test_error_ratio{ns="..."}, one series per
+// namespace a test set: a target whose values the tests move.
+type Exporter struct{ ratios sync.Map }
+
+// Set reports v for namespace ns from now on.
+func (e *Exporter) Set(ns, v string) { e.ratios.Store(ns, v) }
+
+// ServeHTTP writes the series in Prometheus's text format.
+func (e *Exporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	fmt.Fprintln(w, "# TYPE test_error_ratio gauge")
+	e.ratios.Range(func(ns, v any) bool {
+		fmt.Fprintf(w, "test_error_ratio{ns=%q} %s\n", ns, v)
+		return true
+	})
 }

@@ -5,9 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,23 +87,14 @@ func TestGate_ApprovalHoldsAfterReplicaZeroUntilApproved(t *testing.T) {
 }
 
 // analysisProm is the Prometheus the operator may query (TestMain starts it
-// scraping the operator and serveExporter); testProm is that server.
+// scraping the operator and exporter); testProm is that server.
 var (
 	analysisProm string
 	testProm     *testenv.Prometheus
 )
 
-// errorRatios are the test_error_ratio series serveExporter reports, by
-// namespace.
-var errorRatios sync.Map
-
-func serveExporter(w http.ResponseWriter, _ *http.Request) {
-	fmt.Fprintln(w, "# TYPE test_error_ratio gauge")
-	errorRatios.Range(func(ns, v any) bool {
-		fmt.Fprintf(w, "test_error_ratio{ns=%q} %s\n", ns, v)
-		return true
-	})
-}
+// exporter is the target whose test_error_ratio series the tests move.
+var exporter testenv.Exporter
 
 // A gate measured in a real Prometheus, twice: first on the operator's own
 // metrics (available servers of this PodCliqueSet), which pass, so the
@@ -117,7 +106,7 @@ func TestGate_AnalysisPassesThenATurnedBadQueryRollsBack(t *testing.T) {
 	s := newScene(t, 1, parsePCS(t, pluginPCS))
 	ns, name := s.ns, s.name
 	expectPlugin(t, ns, 0, "status", name, "--timeout", "2m")
-	errorRatios.Store(ns, "0.01")
+	exporter.Set(ns, "0.01")
 	gateOn := func(query string) *v1alpha1.Gate {
 		return &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{IntervalSeconds: 2,
 			Prometheus: &v1alpha1.PrometheusAnalysis{Address: analysisProm, Query: query, SuccessCondition: "result >= 3"}}}
@@ -137,7 +126,7 @@ func TestGate_AnalysisPassesThenATurnedBadQueryRollsBack(t *testing.T) {
 		spec.UpdateStrategy.Gate = gateOn(fmt.Sprintf(`scalar(1 / max(test_error_ratio{ns=%q}))`, ns)) // 100 now: passes
 		setImageTag("v3")(spec)
 	})
-	errorRatios.Store(ns, "0.5") // v3 turns bad: 1/0.5 = 2 < 3
+	exporter.Set(ns, "0.5") // v3 turns bad: 1/0.5 = 2 < 3
 	s.mustAwait("the failed analysis to roll back to v2", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
 		o, err := s.observe(ctx)
 		if err != nil {

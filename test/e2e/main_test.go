@@ -11,7 +11,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
@@ -120,9 +119,9 @@ func runTests(m *testing.M) int {
 	}
 	testOperator = op
 	fmt.Fprintf(os.Stderr, "e2e: operator running, log %s\n", op.LogPath)
-	exporter := httptest.NewServer(http.HandlerFunc(serveExporter))
-	defer exporter.Close()
-	if testProm, err = testenv.StartPrometheusOn(promPort, strings.TrimPrefix(exporter.URL, "http://"), fmt.Sprintf("127.0.0.1:%d", op.metricsPort)); err != nil {
+	target := httptest.NewServer(&exporter)
+	defer target.Close()
+	if testProm, err = testenv.StartPrometheusOn(promPort, strings.TrimPrefix(target.URL, "http://"), fmt.Sprintf("127.0.0.1:%d", op.metricsPort)); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: cannot start Prometheus: %v\n", err)
 		_ = op.stop()
 		_ = c.Stop(ctx)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/config"
+	"github.com/lockstep-dev/lockstep/internal/testenv"
 	"github.com/lockstep-dev/lockstep/test/e2e/cluster"
 )
 
@@ -81,28 +81,19 @@ func startOperator(ctx context.Context, c *cluster.Cluster) (*operator, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the operator: %w\n%s", err, out)
 	}
-	if o.probePort, err = freePort(); err != nil {
+	if o.probePort, err = testenv.FreePort(); err != nil {
 		return nil, err
 	}
-	if o.webhookPort, err = freePort(); err != nil {
+	if o.webhookPort, err = testenv.FreePort(); err != nil {
 		return nil, err
 	}
-	if o.metricsPort, err = freePort(); err != nil {
+	if o.metricsPort, err = testenv.FreePort(); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(o.LogPath, nil, 0o644); err != nil {
 		return nil, err
 	}
 	return o, o.start(ctx)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // envOperatorLogLevel is the operators' --log-level (info when unset); make
@@ -285,7 +276,7 @@ func (o *operator) replica(name string) (*operator, error) {
 		LogPath: strings.TrimSuffix(o.LogPath, ".log") + "-" + name + ".log"}
 	var err error
 	for _, port := range []*int{&r.probePort, &r.webhookPort, &r.metricsPort} {
-		if *port, err = freePort(); err != nil {
+		if *port, err = testenv.FreePort(); err != nil {
 			return nil, err
 		}
 	}

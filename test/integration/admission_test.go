@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -47,11 +46,11 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	// A real Prometheus scraping the test's exporter answers gates' analyses.
-	exporter := httptest.NewServer(http.HandlerFunc(serveExporter))
+	target := httptest.NewServer(&exporter)
 	var err error
-	if prom, err = testenv.StartPrometheus(strings.TrimPrefix(exporter.URL, "http://")); err != nil {
+	if prom, err = testenv.StartPrometheus(strings.TrimPrefix(target.URL, "http://")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		exporter.Close()
+		target.Close()
 		os.Exit(1)
 	}
 	env, err = testenv.Start(testenv.Options{Webhooks: true, PodGroupProtection: true, Setup: func(mgr ctrl.Manager) error {
@@ -62,7 +61,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = prom.Stop()
-		exporter.Close()
+		target.Close()
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -70,7 +69,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
 	_ = prom.Stop()
-	exporter.Close()
+	target.Close()
 	os.Exit(code)
 }
 

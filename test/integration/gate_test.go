@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,7 +66,7 @@ func TestPodCliqueSet_ApprovalGateHoldsAfterReplicaZeroUntilApproved(t *testing.
 	// Nothing of replica 1 moves while the gate is closed, whatever else is
 	// approved: another gate, or this gate of another revision.
 	for _, wrong := range []string{v1alpha1.ApprovalOf(pcs.Status.UpdateRevision, "replicas-2"), v1alpha1.ApprovalOf("disagg-old", "replicas-1")} {
-		setApproval(t, pcs, wrong)
+		setAnnotation(t, pcs, v1alpha1.AnnotationApprovedRevision, wrong)
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
 			if n := imagesByReplica(t, ns, v2)["1"]; n != 0 {
@@ -77,7 +75,7 @@ func TestPodCliqueSet_ApprovalGateHoldsAfterReplicaZeroUntilApproved(t *testing.
 			time.Sleep(200 * time.Millisecond) // sampling a state that must not change, not waiting for one
 		}
 	}
-	setApproval(t, pcs, v1alpha1.ApprovalOf(pcs.Status.UpdateRevision, gate.Name))
+	setAnnotation(t, pcs, v1alpha1.AnnotationApprovedRevision, v1alpha1.ApprovalOf(pcs.Status.UpdateRevision, gate.Name))
 	waitFor(t, "the rollout to complete after the approval", 120*time.Second, func() (bool, string) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
 		c := apimeta.FindStatusCondition(pcs.Status.Conditions, "Progressing")
@@ -89,37 +87,11 @@ func TestPodCliqueSet_ApprovalGateHoldsAfterReplicaZeroUntilApproved(t *testing.
 	assertEvent(t, ns, "GatePassed", "replicas-1")
 }
 
-func setApproval(t *testing.T, pcs *v1alpha1.PodCliqueSet, value string) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pcs), pcs); err != nil {
-			return err
-		}
-		if pcs.Annotations == nil {
-			pcs.Annotations = map[string]string{}
-		}
-		pcs.Annotations[v1alpha1.AnnotationApprovedRevision] = value
-		return env.Client.Update(context.Background(), pcs)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// prom is a real Prometheus scraping serveExporter; the operator may query it.
+// prom is a real Prometheus scraping exporter; the operator may query it.
 var prom *testenv.Prometheus
 
-// errorRatios are the test_error_ratio series serveExporter reports, by
-// namespace: each test moves its own.
-var errorRatios sync.Map
-
-func serveExporter(w http.ResponseWriter, _ *http.Request) {
-	fmt.Fprintln(w, "# TYPE test_error_ratio gauge")
-	errorRatios.Range(func(ns, v any) bool {
-		fmt.Fprintf(w, "test_error_ratio{ns=%q} %s\n", ns, v)
-		return true
-	})
-}
+// exporter is the target whose test_error_ratio series the tests move.
+var exporter testenv.Exporter
 
 // analysisGate measures the namespace's error ratio: it passes under 0.1.
 func analysisGate(ns string, onFailure v1alpha1.GateFailurePolicy) *v1alpha1.Gate {
@@ -130,7 +102,7 @@ func analysisGate(ns string, onFailure v1alpha1.GateFailurePolicy) *v1alpha1.Gat
 // setErrorRatio reports v for ns and waits until Prometheus has scraped it.
 func setErrorRatio(t *testing.T, ns, v string) {
 	t.Helper()
-	errorRatios.Store(ns, v)
+	exporter.Set(ns, v)
 	if err := prom.WaitForSample(t.Context(), fmt.Sprintf("test_error_ratio{ns=%q} == %s", ns, v)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +168,7 @@ func TestPodCliqueSet_AnalysisGatePausesOnFailureAndOpensOnAPass(t *testing.T) {
 	if n := imagesByReplica(t, ns, "lockstep-examples/llm-engine:v2")["1"]; n != 0 {
 		t.Fatalf("replica 1 has %d pods on v2 behind a failed analysis", n)
 	}
-	setApproval(t, pcs, v1alpha1.ApprovalOf(pcs.Status.UpdateRevision, g.Name))
+	setAnnotation(t, pcs, v1alpha1.AnnotationApprovedRevision, v1alpha1.ApprovalOf(pcs.Status.UpdateRevision, g.Name))
 	waitFor(t, "the approved rollout to complete", 120*time.Second, func() (bool, string) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(pcs), pcs)
 		return pcs.Status.UpdatedReplicas == 2 && progressingReason(pcs) == string(v1alpha1.ReasonRolloutComplete), fmt.Sprintf("%+v", pcs.Status)
