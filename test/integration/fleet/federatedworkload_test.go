@@ -37,11 +37,8 @@ import (
 const (
 	fwName      = "web"
 	fwPlacement = "web-placement"
-	// fwStepTimeout bounds one step of a rollout. It was 30 s; twice in CI
-	// (under -race, beside other envtest packages) the first member of a
-	// rollout was not started within it, and the step passed in every rerun.
-	// The cause is not found (lockstep_fleet_stale_rounds_total counts one
-	// suspect); these tests check budgets, not speed.
+	// fwStepTimeout bounds one step of a rollout; these tests check
+	// budgets, not speed.
 	fwStepTimeout = 90 * time.Second
 )
 
@@ -50,11 +47,12 @@ type fedFleet struct {
 	t  *testing.T
 	ns string
 	// clusters are the MemberCluster names, sorted: clusters[0] is on
-	// memberEnv (through proxy when proxied), clusters[1] on member2Env.
+	// memberEnv, clusters[1] on member2Env.
 	clusters []string
 	envs     map[string]*testenv.Cluster
-	proxy    *proxy
-	stopHub  func()
+	// proxies, when proxied, are what the hub reaches each member through.
+	proxies map[string]*proxy
+	stopHub func()
 	// statusImage is the image each member's Deployment status describes.
 	statusImage map[string]string
 	// wrapMembers, when set, is what the FederatedWorkload controller of the
@@ -66,13 +64,16 @@ func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 	t.Helper()
 	f := &fedFleet{t: t, ns: newOwnNamespace(t, prefix), clusters: []string{prefix + "-a", prefix + "-b"}, statusImage: map[string]string{}}
 	f.envs = map[string]*testenv.Cluster{f.clusters[0]: memberEnv, f.clusters[1]: member2Env}
-	serverA := ""
+	servers := map[string]string{}
 	if proxied {
-		f.proxy = newProxy(t, memberEnv.Config.Host)
-		serverA = f.proxy.addr
+		f.proxies = map[string]*proxy{}
+		for _, c := range f.clusters {
+			f.proxies[c] = newProxy(t, f.envs[c].Config.Host)
+			servers[c] = f.proxies[c].addr
+		}
 	}
-	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, serverA)})
-	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, "")})
+	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, servers[f.clusters[0]])})
+	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, servers[f.clusters[1]])})
 	createMemberCluster(t, f.clusters[0], f.ns+"-a", map[string]string{"fw-test": f.ns, "weight": "2"})
 	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, "weight": "3"})
 	f.startHub()
@@ -237,6 +238,28 @@ const newImage = "web:2"
 func (f *fedFleet) startRollout() {
 	f.t.Helper()
 	f.update("updating the template", func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.Template = deploymentTemplate(newImage) })
+}
+
+// firstToStart acks the members until one of them satisfies started, and
+// returns it and the other. Either may go first: a member whose status is
+// stale when the rollout starts (its controller has not yet observed the
+// hub's last write) is rightly passed over for the other.
+func (f *fedFleet) firstToStart(what string, started func(dep) bool) (first, second string) {
+	f.t.Helper()
+	eventually(f.t, fwStepTimeout, "a member "+what, func() (bool, string) {
+		f.ack()
+		states := ""
+		for i, c := range f.clusters {
+			d := readDep(f.deployment(c))
+			if started(d) {
+				first, second = c, f.clusters[1-i]
+				return true, ""
+			}
+			states += c + ": " + d.String() + "; "
+		}
+		return false, states
+	})
+	return first, second
 }
 
 // update changes the workload's spec, retrying when the hub wrote it in between.
@@ -665,16 +688,13 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 	f := newFedFleet(t, "fw-lost", true)
 	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 
-	a, b := f.clusters[0], f.clusters[1]
 	f.startRollout()
-	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
-		f.ack()
-		d := readDep(f.deployment(a))
-		return d.image == "web:2" && !d.paused && d.mu == 2, d.String()
+	a, b := f.firstToStart("started with budget", func(d dep) bool {
+		return d.image == "web:2" && !d.paused && d.mu == 2
 	})
 	// a has observed its grant; it is about to replace pods when it goes away.
 	f.setStatus(a, 5, 0, 5)
-	f.proxy.close()
+	f.proxies[a].close()
 	waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	f.waitForCondition("status naming "+a+" stale", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		return strings.Contains(progressing(fw).Message, "cluster "+a+": status stale")
@@ -695,7 +715,7 @@ func TestFederatedWorkload_UnreachableMemberIsChargedAndGetsNothingNew(t *testin
 		time.Sleep(100 * time.Millisecond) // pacing the checks of a negative, not synchronisation
 	}
 
-	f.proxy.open()
+	f.proxies[a].open()
 	waitForReady(t, a, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 30*time.Second)
 	f.rollout(nil)
 }
@@ -710,12 +730,9 @@ func TestFederatedWorkload_MemberStillActingOnAnOlderGrantKeepsItsCharge(t *test
 	f := newFedFleet(t, "fw-acting", false)
 	f.createSettledWorkload(10, intstr.FromInt32(0), intstr.FromInt32(1))
 
-	a, b := f.clusters[0], f.clusters[1]
 	f.startRollout()
-	eventually(t, fwStepTimeout, a+" started with the surge", func() (bool, string) {
-		f.ack()
-		d := readDep(f.deployment(a))
-		return d.image == newImage && !d.paused && d.ms == 1 && d.observed == d.generation, d.String()
+	a, b := f.firstToStart("started with the surge", func(d dep) bool {
+		return d.image == newImage && !d.paused && d.ms == 1 && d.observed == d.generation
 	})
 	// a replaced one pod: it runs its share again, one pod new, and may surge again.
 	share := readDep(f.deployment(a)).replicas
@@ -754,13 +771,21 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 	f.startRollout()
 	restarted := false
 	f.rollout(func(_ int, ds []dep) {
-		if restarted || ds[0].image != "web:2" || ds[0].stUpdated == 0 {
+		first := -1
+		for i, d := range ds {
+			if d.image == "web:2" && d.stUpdated > 0 && d.stUpdated < d.replicas {
+				first = i
+			}
+		}
+		if restarted || first < 0 {
 			return
 		}
-		// a is mid-rollout: stop the hub, check nothing moved, start another.
+		// One member is mid-rollout (either may go first): stop the hub,
+		// check nothing moved, start another.
 		f.stopHub()
 		restarted = true
-		before := []dep{readDep(f.deployment(f.clusters[0])), readDep(f.deployment(f.clusters[1]))}
+		second := f.clusters[1-first]
+		before := readDep(f.deployment(second))
 		f.startHub()
 		for _, c := range f.clusters {
 			waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
@@ -768,9 +793,9 @@ func TestFederatedWorkload_RestartedHubResumesFromTheObjects(t *testing.T) {
 		f.waitForCondition("a round of the new hub", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 			return progressing(fw).Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		})
-		after := readDep(f.deployment(f.clusters[1]))
-		if after.image != "web:1" || !after.paused || after.uid != before[1].uid {
-			t.Errorf("the restarted hub started %s while %s was mid-rollout: %v", f.clusters[1], f.clusters[0], after)
+		after := readDep(f.deployment(second))
+		if after.image != "web:1" || !after.paused || after.uid != before.uid {
+			t.Errorf("the restarted hub started %s while %s was mid-rollout: %v", second, f.clusters[first], after)
 		}
 	})
 	if !restarted {
@@ -886,15 +911,12 @@ func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T)
 	const lostAfter = 6
 	f.setLostTimeout(lostAfter)
 
-	a, b := f.clusters[0], f.clusters[1]
 	f.startRollout()
-	eventually(t, fwStepTimeout, a+" started with budget", func() (bool, string) {
-		f.ack()
-		d := readDep(f.deployment(a))
-		return d.image == "web:2" && !d.paused && d.mu == 2, d.String()
+	a, b := f.firstToStart("started with budget", func(d dep) bool {
+		return d.image == "web:2" && !d.paused && d.mu == 2
 	})
 	f.setStatus(a, 5, 0, 5)
-	f.proxy.close()
+	f.proxies[a].close()
 	mc := waitForReady(t, a, metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	notReadySince := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)).LastTransitionTime.Time
 	f.writeDecision(1, b) // what the Placement controller does with a member that is not Ready
