@@ -115,7 +115,7 @@ func TestWalk_Properties(t *testing.T) {
 		mf := intstr.FromInt32(int32(rapid.IntRange(0, 2).Draw(t, "maxFailures")))
 		mc := intstr.FromInt32(int32(rapid.IntRange(1, 3).Draw(t, "maxConcurrency")))
 		spec := Spec{Type: rapid.SampledFrom([]Type{All, Progressive, ProgressivePerGroup}).Draw(t, "type"), MaxFailures: &mf, MaxConcurrency: &mc,
-			MinSuccessTime: time.Duration(rapid.IntRange(0, 3).Draw(t, "soak m")) * time.Minute,
+			MinSuccessTime:   time.Duration(rapid.IntRange(0, 3).Draw(t, "soak m")) * time.Minute,
 			ProgressDeadline: time.Duration(rapid.IntRange(0, 10).Draw(t, "deadline m")) * time.Minute}
 		in := Input{Spec: spec, Groups: gs, Clusters: map[string]Cluster{}, Now: t0}
 		for step := range 12 {
