@@ -181,6 +181,9 @@ type Member struct {
 	// observed Last (stale, or lost before it did): it may still act on it.
 	// Nil means Last.
 	Observed *Grant
+	// Held: the member's rollout stage has not started. It keeps what it
+	// holds and gets no new budget, as in a pause of its own.
+	Held bool
 }
 
 // Strategy is the global rollout strategy.
@@ -278,6 +281,10 @@ func Align(s Strategy, members []Member) (Plan, error) {
 			m := &ms[i]
 			if moved[i] {
 				plans[i].Waiting = "its share is moving"
+				continue
+			}
+			if m.Held {
+				plans[i].Waiting = "its stage has not started"
 				continue
 			}
 			if m.Reach != Current {

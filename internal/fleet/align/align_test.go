@@ -288,3 +288,25 @@ func TestAlign_APausedDeploymentKeepsTheSurgeItsReplicaSetsAskFor(t *testing.T) 
 		t.Errorf("a, acting on its grant %+v, has %d pods available: %s", g, available, d)
 	}
 }
+
+// A member whose stage has not started gets no budget, and the budget goes to
+// the others.
+func TestAlign_AHeldMemberGetsNothingUntilReleased(t *testing.T) {
+	s := Strategy{Replicas: 10, MaxUnavailable: intstr.FromInt32(2), MaxSurge: intstr.FromInt32(0)}
+	fleet := []*SimMember{NewSimMember("canary", Partitioned, 5), NewSimMember("rest", Partitioned, 5)}
+	ms := members(fleet)
+	ms[1].Held = true
+	plan, err := Align(s, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[1]; g.Grant.Partition != 5 || g.Waiting != "its stage has not started" {
+		t.Fatalf("held member: %+v", g)
+	}
+	if g := plan.Members[0]; g.Grant.Partition != 5-PartitionedInFlight {
+		t.Fatalf("the canary: %+v, want partition %d (it replaces %d at a time)", g, 5-PartitionedInFlight, PartitionedInFlight)
+	}
+	if plan.Done {
+		t.Fatal("done with a member held")
+	}
+}

@@ -83,6 +83,12 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 		// member still scales, in proportion).
 		pauseAt := rapid.IntRange(-1, 6).Draw(t, "pause round")
 		pauseFor := rapid.IntRange(1, 3).Draw(t, "rounds paused")
+		// Rollout stages hold some members back for a while (their stage
+		// has not started); the budgets must hold all the same.
+		heldUntil := map[string]int{}
+		for _, f := range fleet {
+			heldUntil[f.Name] = rapid.IntRange(0, 8).Draw(t, "held until round")
+		}
 		var last Plan
 		for round := range 200 {
 			s.Paused = pauseAt >= 0 && round >= pauseAt && round < pauseAt+pauseFor
@@ -90,7 +96,11 @@ func TestAlign_FleetInvariantsHoldAndRolloutsComplete(t *testing.T) {
 				fleet = newDivision(t, fleet, desired)
 			}
 			// The hub's round: align on what it sees, write the grants.
-			plan, err := Align(s, members(fleet))
+			ms := members(fleet)
+			for i := range ms {
+				ms[i].Held = round < heldUntil[ms[i].Name]
+			}
+			plan, err := Align(s, ms)
 			last = plan
 			t.Logf("round %d: %s\n  plan %+v", round, states(fleet), plan.Members)
 			if err != nil {

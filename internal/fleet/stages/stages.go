@@ -1,0 +1,267 @@
+// Package stages plans a fleet rollout stage by stage over a Placement's
+// decision groups: which clusters may move now, where each stage stands, and
+// when failures halt the rollout. It is pure: the clock and the clusters'
+// progress arrive as data. The hub holds every cluster outside the started
+// stages (align grows no held member), so the one global budget keeps holding
+// across stages.
+package stages
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lockstep-dev/lockstep/api/limit"
+)
+
+// Type is how clusters are cut into stages.
+type Type string
+
+const (
+	// All is one stage of every cluster.
+	All Type = "All"
+	// Progressive: the mandatory groups, then maxConcurrency clusters at a time.
+	Progressive Type = "Progressive"
+	// ProgressivePerGroup: the mandatory groups, then one decision group at a time.
+	ProgressivePerGroup Type = "ProgressivePerGroup"
+)
+
+// Phase is where a stage stands.
+type Phase string
+
+const (
+	Pending     Phase = "Pending"
+	Progressing Phase = "Progressing"
+	Soaking     Phase = "Soaking"
+	Succeeded   Phase = "Succeeded"
+	Failed      Phase = "Failed"
+)
+
+// Spec is the stages part of a rollout strategy, defaulted.
+type Spec struct {
+	Type Type
+	// Mandatory names decision groups (by name, or "#<index>") that go
+	// first, each a stage of its own, in order.
+	Mandatory        []string
+	MaxConcurrency   *intstr.IntOrString
+	MinSuccessTime   time.Duration
+	ProgressDeadline time.Duration // 0: none
+	MaxFailures      *intstr.IntOrString
+}
+
+// Group is one decision group.
+type Group struct {
+	Name     string
+	Index    int32
+	Clusters []string
+}
+
+// Cluster is one cluster's progress in the rollout.
+type Cluster struct {
+	// Complete: it runs everything it is allowed to on the new revision, available.
+	Complete bool
+	// CompleteSince is when it last became complete.
+	CompleteSince time.Time
+}
+
+// Stage is one stage's status.
+type Stage struct {
+	Name      string
+	Clusters  []string
+	Phase     Phase
+	StartedAt time.Time
+	// FinishedAt is when it succeeded or failed.
+	FinishedAt time.Time
+	// Failed are its clusters past the progress deadline.
+	Failed []string
+}
+
+// Input is everything Plan reads.
+type Input struct {
+	Spec     Spec
+	Groups   []Group
+	Clusters map[string]Cluster
+	// Previous are the stages the last plan returned (status.stages).
+	Previous []Stage
+	Now      time.Time
+}
+
+// Plan is the answer.
+type Plan struct {
+	Stages []Stage
+	// Active are the clusters that may move: those of every started stage.
+	Active map[string]bool
+	// Halted: more clusters failed than maxFailures allows; nothing new starts.
+	Halted bool
+	// Failures counts failed clusters; MaxFailures is the resolved limit.
+	Failures, MaxFailures int32
+	// RecheckIn is when a stage's soak or deadline ends; 0 for none.
+	RecheckIn time.Duration
+}
+
+// Cut is the stages' clusters, in order.
+func Cut(s Spec, groups []Group) ([]Stage, error) {
+	gs := slices.Clone(groups)
+	slices.SortFunc(gs, func(a, b Group) int { return int(a.Index - b.Index) })
+	var all []string
+	for _, g := range gs {
+		all = append(all, g.Clusters...)
+	}
+	if s.Type == "" || s.Type == All {
+		return []Stage{{Name: "all", Clusters: all}}, nil
+	}
+	var out []Stage
+	taken := map[int32]bool{}
+	for _, ref := range s.Mandatory {
+		i := slices.IndexFunc(gs, func(g Group) bool { return g.Name == ref || fmt.Sprintf("#%d", g.Index) == ref })
+		if i < 0 {
+			return nil, fmt.Errorf("mandatory decision group %q: no such group", ref)
+		}
+		if !taken[gs[i].Index] {
+			out = append(out, Stage{Name: stageName(gs[i]), Clusters: slices.Clone(gs[i].Clusters)})
+			taken[gs[i].Index] = true
+		}
+	}
+	switch s.Type {
+	case ProgressivePerGroup:
+		for _, g := range gs {
+			if !taken[g.Index] && len(g.Clusters) > 0 {
+				out = append(out, Stage{Name: stageName(g), Clusters: slices.Clone(g.Clusters)})
+			}
+		}
+	case Progressive:
+		var rest []string
+		for _, g := range gs {
+			if !taken[g.Index] {
+				rest = append(rest, g.Clusters...)
+			}
+		}
+		n := int32(len(rest))
+		if s.MaxConcurrency != nil {
+			c, err := limit.Resolve(*s.MaxConcurrency, int32(len(all)), limit.Up)
+			if err != nil {
+				return nil, fmt.Errorf("maxConcurrency: %w", err)
+			}
+			n = max(c, 1)
+		}
+		for i := 0; i < len(rest); i += int(n) {
+			out = append(out, Stage{Name: fmt.Sprintf("wave-%d", len(out)), Clusters: slices.Clone(rest[i:min(len(rest), i+int(n))])})
+		}
+	default:
+		return nil, fmt.Errorf("stage type %q: want All, Progressive or ProgressivePerGroup", s.Type)
+	}
+	return out, nil
+}
+
+func stageName(g Group) string {
+	if g.Name == "" {
+		return fmt.Sprintf("group-%d", g.Index)
+	}
+	return fmt.Sprintf("%s-%d", g.Name, g.Index)
+}
+
+// Walk walks the stages in order: a stage starts when the one before it
+// succeeded; it succeeds once every cluster of it that has not failed has been
+// complete for minSuccessTime (Soaking until then); a cluster not complete
+// progressDeadline after its stage started has failed. More failures than
+// maxFailures halt the rollout: the failing stage is Failed and no stage
+// after it starts.
+func Walk(in Input) (Plan, error) {
+	stages, err := Cut(in.Spec, in.Groups)
+	if err != nil {
+		return Plan{}, err
+	}
+	total := int32(0)
+	for _, s := range stages {
+		total += int32(len(s.Clusters))
+	}
+	p := Plan{Active: map[string]bool{}}
+	if in.Spec.MaxFailures != nil {
+		if p.MaxFailures, err = limit.Resolve(*in.Spec.MaxFailures, total, limit.Down); err != nil {
+			return Plan{}, fmt.Errorf("maxFailures: %w", err)
+		}
+	}
+	prev := map[string]Stage{}
+	for _, s := range in.Previous {
+		prev[s.Name] = s
+	}
+	open := true // the stage before succeeded
+	for i := range stages {
+		st := &stages[i]
+		was, seen := prev[st.Name]
+		if !open || p.Halted {
+			st.Phase = Pending
+			continue
+		}
+		st.StartedAt = in.Now
+		if seen && !was.StartedAt.IsZero() {
+			st.StartedAt = was.StartedAt
+		}
+		for _, c := range st.Clusters {
+			p.Active[c] = true
+		}
+		if seen && was.Phase == Succeeded {
+			// a stage once succeeded stays so in its rollout
+			st.Phase, st.FinishedAt, st.Failed = Succeeded, was.FinishedAt, was.Failed
+			p.Failures += int32(len(was.Failed))
+			continue
+		}
+		st.Phase = Progressing
+		soaked := true
+		for _, c := range st.Clusters {
+			cs := in.Clusters[c]
+			switch {
+			case cs.Complete:
+				if left := cs.CompleteSince.Add(in.Spec.MinSuccessTime).Sub(in.Now); left > 0 {
+					soaked = false
+					p.recheck(left)
+				}
+			case in.Spec.ProgressDeadline > 0 && !in.Now.Before(st.StartedAt.Add(in.Spec.ProgressDeadline)):
+				st.Failed = append(st.Failed, c)
+			default:
+				soaked = false
+				if in.Spec.ProgressDeadline > 0 {
+					p.recheck(st.StartedAt.Add(in.Spec.ProgressDeadline).Sub(in.Now))
+				}
+			}
+		}
+		p.Failures += int32(len(st.Failed))
+		switch {
+		case p.Failures > p.MaxFailures:
+			st.Phase, st.FinishedAt, p.Halted = Failed, finished(was, in.Now), true
+		case soaked:
+			st.Phase, st.FinishedAt = Succeeded, finished(was, in.Now)
+		case everyDoneOrFailed(st, in.Clusters):
+			st.Phase = Soaking
+			open = false
+		default:
+			open = false
+		}
+	}
+	p.Stages = stages
+	return p, nil
+}
+
+func everyDoneOrFailed(st *Stage, clusters map[string]Cluster) bool {
+	for _, c := range st.Clusters {
+		if !clusters[c].Complete && !slices.Contains(st.Failed, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func finished(was Stage, now time.Time) time.Time {
+	if !was.FinishedAt.IsZero() {
+		return was.FinishedAt
+	}
+	return now
+}
+
+func (p *Plan) recheck(d time.Duration) {
+	if d > 0 && (p.RecheckIn == 0 || d < p.RecheckIn) {
+		p.RecheckIn = d
+	}
+}
