@@ -31,6 +31,7 @@ const hubDevWebhookConfig = "lockstep-fleet-dev"
 // hubOptions are the hub's flags.
 type hubOptions struct {
 	managerOptions
+	analysis             analysisOptions
 	validatingConfigName string
 	probeInterval        time.Duration
 	probeTimeout         time.Duration
@@ -66,6 +67,7 @@ func newHubCommand() *cobra.Command {
 		"How many FederatedWorkloads' rounds run at once.")
 	f.StringVar(&o.fleetNamespace, "fleet-namespace", membercluster.DefaultFleetNamespace,
 		"The only namespace member kubeconfig Secrets are read from (and the only one whose Secrets the hub caches); MemberClusters naming another are refused.")
+	o.analysis.bind(f, "hub")
 	f.BoolVar(&o.allowKubeconfigExec, "allow-kubeconfig-exec", false,
 		"Let member kubeconfigs run exec plugins and auth providers and name files (tokenFile, client-certificate, client-key, certificate-authority): whoever can write a kubeconfig Secret can then run commands as the hub and have it send any file it can read, such as its own service-account token, to a server of theirs.")
 	f.BoolVar(&o.allowInsecureTLS, "allow-insecure-kubeconfig-tls", false,
@@ -91,7 +93,11 @@ func runHub(o *hubOptions) error {
 		return err
 	}
 	reg := members.NewRegistry(memberScheme, ctrl.Log.WithName("members"))
-	if err := hub.Setup(mgr, reg, hub.Options{
+	measurer, err := o.analysis.measurer()
+	if err != nil {
+		return err
+	}
+	if err := hub.Setup(mgr, reg, hub.Options{Analysis: measurer,
 		ProbeInterval: o.probeInterval, ProbeTimeout: o.probeTimeout,
 		RolloutPoll: o.rolloutPoll, MemberConcurrency: o.memberConcurrency, MaxConcurrentRounds: o.concurrentRounds,
 		FleetNamespace: o.fleetNamespace, AllowExec: o.allowKubeconfigExec, AllowInsecureTLS: o.allowInsecureTLS,

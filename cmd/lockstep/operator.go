@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/gang"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
@@ -26,9 +25,7 @@ type operatorOptions struct {
 	mutatingConfigName   string
 	validatingConfigName string
 	gangBackend          string
-	// prometheusAddresses are the Prometheus servers gates' analyses may
-	// query, webhookPrefixes the URLs they may call.
-	prometheusAddresses, webhookPrefixes []string
+	analysis             analysisOptions
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -46,10 +43,7 @@ func newOperatorCommand() *cobra.Command {
 	f.StringVar(&o.mutatingConfigName, "mutating-webhook-configuration", "lockstep-mutating-webhook-configuration", "In-cluster: the MutatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.validatingConfigName, "validating-webhook-configuration", "lockstep-validating-webhook-configuration", "In-cluster: the ValidatingWebhookConfiguration the rotator injects the CA into.")
 	f.StringVar(&o.gangBackend, "gang-backend", gang.ModeAuto, "Gang scheduling: auto (native when the apiserver serves scheduling.k8s.io/v1alpha2 PodGroups, else none), native or none.")
-	f.StringArrayVar(&o.prometheusAddresses, "analysis-prometheus-address", nil,
-		"A Prometheus server (http or https base URL) that gates' analyses may query; repeatable. None (the default): a gate with an analysis holds, saying the address is not allowed. The operator sends the gate's query to it, so allow only servers any PodCliqueSet author may query.")
-	f.StringArrayVar(&o.webhookPrefixes, "analysis-webhook-url-prefix", nil,
-		"A URL prefix (http or https; scheme, host and leading path segments) under which gates' webhook analyses may be called; repeatable. None (the default): a webhook analysis holds, saying its URL is not allowed.")
+	o.analysis.bind(f, "operator")
 	return cmd
 }
 
@@ -70,21 +64,9 @@ func runOperator(o *operatorOptions) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("gang scheduling", "backend", gangs.Name())
-	measurer := &analysis.Measurer{}
-	for _, a := range o.prometheusAddresses {
-		if err := analysis.ValidateAddress(a); err != nil {
-			return fmt.Errorf("--analysis-prometheus-address: %w", err)
-		}
-		measurer.PrometheusAddresses = append(measurer.PrometheusAddresses, analysis.NormalizeAddress(a))
-	}
-	for _, p := range o.webhookPrefixes {
-		if err := analysis.ValidateAddress(p); err != nil {
-			return fmt.Errorf("--analysis-webhook-url-prefix: %w", err)
-		}
-		measurer.WebhookPrefixes = append(measurer.WebhookPrefixes, p)
-	}
-	if len(measurer.PrometheusAddresses)+len(measurer.WebhookPrefixes) > 0 {
-		ctrl.Log.WithName("setup").Info("gates' analyses may call", "prometheus", measurer.PrometheusAddresses, "webhooks", measurer.WebhookPrefixes)
+	measurer, err := o.analysis.measurer()
+	if err != nil {
+		return err
 	}
 	if err := controller.Setup(mgr, gangs, measurer); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/narrate"
 	"github.com/lockstep-dev/lockstep/internal/hub/clusterset"
 	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
@@ -57,6 +58,8 @@ type Options struct {
 	// verification off. Both are off by default: see
 	// membercluster.KubeconfigPolicy.
 	AllowExec, AllowInsecureTLS bool
+	// Analysis measures stage gates' analyses (nil: none is measured).
+	Analysis *analysis.Measurer
 }
 
 // CacheByObject restricts the hub's cache of Secrets to the fleet namespace.
@@ -114,6 +117,7 @@ func Setup(mgr ctrl.Manager, reg *members.Registry, o Options) error {
 		MemberConcurrency:   o.MemberConcurrency,
 		MaxConcurrentRounds: o.MaxConcurrentRounds,
 		MemberEvents:        events,
+		Analysis:            o.Analysis,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the FederatedWorkload controller: %w", err)
 	}

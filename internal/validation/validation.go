@@ -325,6 +325,14 @@ func (v *pcsValidator) validateUpdateStrategy(p *field.Path, replicas int32, rol
 // maxSoakSeconds is a week: a longer soak is a pause, and says so better.
 const maxSoakSeconds = 7 * 24 * 3600
 
+// ValidateGate checks a gate at p wherever it sits (a PodCliqueSet's, or a
+// fleet stage's): its errors, and warnings for what it does not do.
+func ValidateGate(p *field.Path, g *v1alpha1.Gate) (field.ErrorList, []string) {
+	v := &pcsValidator{}
+	v.validateGate(p, g)
+	return v.errs, v.warnings
+}
+
 // validateGate checks a gate's soak; a gate with no check at all is allowed
 // but does nothing, so it is warned about.
 func (v *pcsValidator) validateGate(p *field.Path, g *v1alpha1.Gate) {

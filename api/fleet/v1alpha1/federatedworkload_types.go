@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	workloadv1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // LabelFederatedWorkload is on every member object the hub writes for a
@@ -150,6 +152,11 @@ type FederatedRolloutStrategy struct {
 	// being replaced finish. Scaling still happens.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// Stages roll the workload out over the Placement's decision groups, one
+	// stage after another; unset, every cluster is one stage.
+	// +optional
+	Stages *RolloutStages `json:"stages,omitempty"`
 }
 
 // FederatedWorkloadStatus is the workload fleet-wide and per member.
@@ -183,6 +190,19 @@ type FederatedWorkloadStatus struct {
 	// +listMapKey=name
 	// +optional
 	Clusters []FederatedClusterStatus `json:"clusters,omitempty"`
+
+	// Stages are the stages of the rollout to updateRevision, in order, when
+	// spec.rolloutStrategy.stages is set.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	Stages []StageStatus `json:"stages,omitempty"`
+
+	// Gate is the stage gate the rollout waits at, if any: its name
+	// ("stage-<stage name>"), what it waits for, since when, and its last
+	// measurement.
+	// +optional
+	Gate *workloadv1alpha1.GateStatus `json:"gate,omitempty"`
 
 	// Conditions: Available, Progressing, Paused, Reconciling, Stalled.
 	// +listType=map
@@ -304,7 +324,16 @@ const (
 	// name without the label fleet.lockstep.dev/federatedworkload=<namespace>.<name>.
 	// The hub leaves it alone; status.clusters[].waiting says which and why.
 	FederatedWorkloadReasonMemberObjectConflict FederatedWorkloadReason = "MemberObjectConflict"
+	// FederatedWorkloadReasonMaxFailuresExceeded: more clusters failed their
+	// stage's progressDeadline than maxFailures allows; no further stage
+	// starts until the template or the stages change (False; Stalled).
+	FederatedWorkloadReasonMaxFailuresExceeded FederatedWorkloadReason = "MaxFailuresExceeded"
 )
+
+// Reasons of Progressing while a stage gate holds the next stage: the gate's
+// own reasons (Soaking, AwaitingConditions, AnalysisRunning,
+// AwaitingApproval True; AnalysisFailed False, Stalled), as on a
+// PodCliqueSet.
 
 // Reasons of Progressing (False) when no round can be planned; the hub
 // changes nothing in any member until they are put right.

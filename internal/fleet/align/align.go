@@ -283,7 +283,9 @@ func Align(s Strategy, members []Member) (Plan, error) {
 				plans[i].Waiting = "its share is moving"
 				continue
 			}
-			if m.Held {
+			if m.Held && !runsNothing(m) {
+				// one that runs nothing replaces nothing: it starts as
+				// without stages (see grow)
 				plans[i].Waiting = "its stage has not started"
 				continue
 			}
@@ -332,6 +334,26 @@ func Align(s Strategy, members []Member) (Plan, error) {
 	}
 	p.Done = p.Done && room <= 0
 	return p, nil
+}
+
+// Finished reports whether member m, planned as mp in p, runs everything it
+// is allowed on the new revision, available, and can be allowed no more in
+// this rollout: a partitioned member with no units held back, or with the
+// global partition leaving no room; a Deployment started, or whose whole
+// share does not fit what the partition leaves. A rollout stage counts its
+// clusters complete by it.
+func Finished(p Plan, m Member, mp MemberPlan) bool {
+	if m.Held || !doneWith(&m, mp.Grant) {
+		return false
+	}
+	room := p.AllowedUpdated - p.Granted
+	switch m.Kind {
+	case Partitioned:
+		return mp.Grant.Partition == 0 || room <= 0
+	case Deployment:
+		return mp.Grant.Started || m.Desired == 0 || m.Desired > room
+	}
+	return true
 }
 
 // usable reports whether some member could still take part of room: a

@@ -57,6 +57,10 @@ type Member struct {
 	// controllers act on the object as it is, and the hub's writes land at
 	// once.
 	Late int
+	// Frozen: time stands still in the member: its new units never start
+	// and none goes (a member whose new pods cannot be scheduled): a rollout
+	// there never completes.
+	Frozen bool
 	// reports are the last Late+2 reports, the newest last: those the hub
 	// reads next and the one it read last.
 	reports []report
@@ -268,6 +272,9 @@ func (m *Member) policy() (rollout.Policy, bool) {
 
 // Settle lets terminating units go and new units become available.
 func (m *Member) Settle() {
+	if m.Frozen {
+		return
+	}
 	if m.dep != nil {
 		m.settleDeployment()
 		return

@@ -12,6 +12,7 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 	"github.com/lockstep-dev/lockstep/internal/message"
 )
 
@@ -36,7 +37,7 @@ const maxMessage = 1024
 
 // report is the workload's status after the round, and its Events: a
 // member's conflict appearing, changing or going away, and changed grants.
-func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan) (fleetv1alpha1.FederatedWorkloadStatus, []Event) {
+func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan, walk *stages.Plan) (fleetv1alpha1.FederatedWorkloadStatus, []Event) {
 	fw := in.Workload
 	var views []MemberView
 	for _, m := range ms {
@@ -44,7 +45,7 @@ func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan) (f
 			views = append(views, m.MemberView)
 		}
 	}
-	s := summarize(tmpl.Kind.Unit(), fw.Spec.Replicas, fw.Spec.RolloutStrategy.Paused, views, plan)
+	s := summarize(tmpl.Kind.Unit(), fw.Spec.Replicas, fw.Spec.RolloutStrategy.Paused, views, plan, walk)
 	events := conflictEvents(fw, ms)
 	if changed := changedGrants(fw.Status.Clusters, s.Clusters); len(changed) > 0 {
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: EventGranted, Action: "Align",
@@ -55,6 +56,7 @@ func report(in Input, tmpl *member.Template, ms []*observed, plan align.Plan) (f
 	st.UpdateRevision = tmpl.Revision
 	st.Replicas, st.UpdatedReplicas, st.AvailableReplicas = s.Replicas, s.Updated, s.Available
 	st.Clusters = s.Clusters
+	st.Stages, st.Gate = stagesStatus(fw, walk)
 	for _, c := range s.Conditions {
 		setCondition(st, c, fw.Generation, in.Now)
 	}

@@ -49,6 +49,7 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 )
 
 // Input is everything a round decides from.
@@ -71,6 +72,9 @@ type Input struct {
 	// Members are the member objects read, by cluster, for the clusters
 	// ReadsOf names; a cluster missing here could not be read.
 	Members map[string]Observed
+	// Groups are the placement's decision groups (DecisionGroups), which
+	// spec.rolloutStrategy.stages cuts into stages.
+	Groups []stages.Group
 	// Now is the clock, for the member lost timeout and condition times.
 	Now time.Time
 	// RolloutPoll is how soon to look again while something moves (member
@@ -161,6 +165,8 @@ type Output struct {
 	Stuck fleetv1alpha1.FederatedWorkloadReason
 	// Plan is the fleet planner's answer (zero when Stuck).
 	Plan align.Plan
+	// Stages is the walk over the rollout's stages, nil without stages.
+	Stages *stages.Plan
 	// Members is each member as the round saw it, in name order.
 	Members []MemberView
 	// Unwritable lists the members whose object could not be built from the
@@ -180,7 +186,7 @@ func Plan(in Input) Output {
 		return stuck(in, sc.stuck, sc.why, in.Resync)
 	}
 	ms := observeMembers(in, tmpl, sc)
-	plan, err := align.Align(member.StrategyOf(fw), alignMembers(ms))
+	plan, walk, err := planStaged(in, tmpl.Revision, alignMembers(ms), member.StrategyOf(fw))
 	if err != nil {
 		return stuck(in, fleetv1alpha1.FederatedWorkloadReasonAlignFailed, err.Error(), 0)
 	}
@@ -190,7 +196,7 @@ func Plan(in Input) Output {
 	holdShares(ms, plan)
 	out := Output{Plan: plan}
 	out.Writes, out.Unwritable = writesOf(fw, tmpl, ms, plan)
-	out.Status, out.Events = report(in, tmpl, ms, plan)
+	out.Status, out.Events = report(in, tmpl, ms, plan, walk)
 	for _, m := range ms {
 		out.Members = append(out.Members, m.MemberView)
 	}
@@ -199,6 +205,10 @@ func Plan(in Input) Output {
 	if plan.Done && !slices.ContainsFunc(ms, func(m *observed) bool { return m.Leaving }) {
 		out.Requeue = in.Resync
 	}
+	if walk != nil && walk.RecheckIn > 0 {
+		out.Requeue = min(out.Requeue, walk.RecheckIn)
+	}
+	out.Stages = walk
 	return out
 }
 

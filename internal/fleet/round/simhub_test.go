@@ -210,10 +210,13 @@ func divisionOf(weights map[string]int32) []fleetv1alpha1.ClusterWeight {
 	return out
 }
 
+// maxRestRounds bounds the rounds that bring a fleet to rest.
+const maxRestRounds = 20
+
 // rest plays rounds, each member acting and reporting after each, until the
 // planner says done and the round moved nothing.
-func (h *simHub) rest(maxRounds int) error {
-	for range maxRounds {
+func (h *simHub) rest() error {
+	for range maxRestRounds {
 		before := h.state()
 		out, err := h.round()
 		if err != nil {
@@ -231,7 +234,7 @@ func (h *simHub) rest(maxRounds int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("not at rest after %d rounds", maxRounds)
+	return fmt.Errorf("not at rest after %d rounds", maxRestRounds)
 }
 
 func (h *simHub) state() string {

@@ -7,7 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 	"github.com/lockstep-dev/lockstep/internal/message"
 )
 
@@ -26,7 +28,7 @@ type summary struct {
 
 // summarize turns the round's view and plan into status: per-member counts and
 // grants, global sums, and conditions naming what the rollout waits for.
-func summarize(unit string, replicas int32, paused bool, views []MemberView, plan align.Plan) summary {
+func summarize(unit string, replicas int32, paused bool, views []MemberView, plan align.Plan, walk *stages.Plan) summary {
 	grants := make(map[string]align.MemberPlan, len(plan.Members))
 	for _, mp := range plan.Members {
 		grants[mp.Name] = mp
@@ -89,6 +91,11 @@ func summarize(unit string, replicas int32, paused bool, views []MemberView, pla
 		prog.Status, prog.Reason = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for %s", s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the members to act on their grants"))
 	}
+	if walk != nil && prog.Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) && !stagesDone(walk) {
+		prog.Status, prog.Reason = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
+		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for the stages: %s", s.Updated, plan.AllowedUpdated, unit, stagesMessage(walk))
+	}
+	prog = stageProgress(prog, walk)
 	pause := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadPaused), Status: metav1.ConditionFalse, Reason: string(fleetv1alpha1.FederatedWorkloadReasonRolloutNotPaused), Message: "spec.rolloutStrategy.paused is false"}
 	if paused {
 		pause.Status, pause.Reason, pause.Message = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused), "spec.rolloutStrategy.paused is true: no member starts a new replacement"
@@ -108,11 +115,14 @@ func kstatusConditions(prog metav1.Condition) []metav1.Condition {
 	reconciling := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadReconciling), Status: metav1.ConditionFalse, Reason: prog.Reason, Message: prog.Message}
 	stalled := metav1.Condition{Type: string(fleetv1alpha1.FederatedWorkloadStalled), Status: metav1.ConditionFalse, Reason: prog.Reason, Message: prog.Message}
 	switch fleetv1alpha1.FederatedWorkloadReason(prog.Reason) {
-	case fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress, fleetv1alpha1.FederatedWorkloadReasonNoClustersPlaced:
+	case fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress, fleetv1alpha1.FederatedWorkloadReasonNoClustersPlaced,
+		fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonSoaking), fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingConditions),
+		fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAnalysisRunning):
 		reconciling.Status = metav1.ConditionTrue
 	case fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict, fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound,
 		fleetv1alpha1.FederatedWorkloadReasonTooManyClusters, fleetv1alpha1.FederatedWorkloadReasonInvalidTemplate,
-		fleetv1alpha1.FederatedWorkloadReasonInvalidDivision, fleetv1alpha1.FederatedWorkloadReasonAlignFailed:
+		fleetv1alpha1.FederatedWorkloadReasonInvalidDivision, fleetv1alpha1.FederatedWorkloadReasonAlignFailed,
+		fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded, fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAnalysisFailed):
 		stalled.Status = metav1.ConditionTrue
 	}
 	return []metav1.Condition{reconciling, stalled}

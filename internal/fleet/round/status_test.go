@@ -120,7 +120,7 @@ func TestSummarize_ProgressingNamesWhatTheRolloutWaitsFor(t *testing.T) {
 			if replicas == 0 {
 				replicas = 10
 			}
-			s := summarize("pod", replicas, c.paused, c.views, c.plan)
+			s := summarize("pod", replicas, c.paused, c.views, c.plan, nil)
 			prog := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
 			if prog.Status != c.status || prog.Reason != string(c.reason) {
 				t.Errorf("Progressing %s %s (%s), want %s %s", prog.Status, prog.Reason, prog.Message, c.status, c.reason)
@@ -145,7 +145,7 @@ func TestSummarize_MessageIsBounded(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		views = append(views, MemberView{Name: n, Desired: 1, Reach: align.Stale})
 	}
-	s := summarize("pod", 7, false, views, align.Plan{AllowedUpdated: 7})
+	s := summarize("pod", 7, false, views, align.Plan{AllowedUpdated: 7}, nil)
 	prog := meta.FindStatusCondition(s.Conditions, string(fleetv1alpha1.FederatedWorkloadProgressing))
 	if !strings.Contains(prog.Message, "and 2 more") || strings.Contains(prog.Message, "cluster f") {
 		t.Errorf("message %q", prog.Message)
@@ -156,7 +156,7 @@ func TestSummarize_AConflictIsTheMembersWaitingAndItsUnitsAreNone(t *testing.T) 
 	conflict := "Conflict: Deployment shop/web exists in the member and is not managed by this FederatedWorkload (label " +
 		strings.Repeat("x", 300) + ")"
 	views := []MemberView{{Name: "a", Desired: 3, Reach: align.Stale, Conflict: conflict}}
-	s := summarize("pod", 3, false, views, align.Plan{AllowedUpdated: 3, Members: []align.MemberPlan{{Name: "a", Waiting: "status stale"}}})
+	s := summarize("pod", 3, false, views, align.Plan{AllowedUpdated: 3, Members: []align.MemberPlan{{Name: "a", Waiting: "status stale"}}}, nil)
 	c := s.Clusters[0]
 	if len(c.Waiting) != maxWaiting || !strings.HasPrefix(c.Waiting, "Conflict: Deployment shop/web") {
 		t.Errorf("waiting %q (%d bytes), want the conflict cut to %d", c.Waiting, len(c.Waiting), maxWaiting)

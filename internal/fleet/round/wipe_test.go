@@ -69,7 +69,7 @@ func TestPlan_AWipedStatusKeepsTheBudgetAndTheRolloutCompletes(t *testing.T) {
 		partition := int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition"))
 
 		h := newSimHub(simWorkload(kind, "web:1", replicas, mu, ms, before), names)
-		if err := h.rest(20); err != nil {
+		if err := h.rest(); err != nil {
 			t.Fatalf("bringing the fleet to rest: %v", err)
 		}
 		to := simWorkload(kind, "web:2", replicas, mu, ms, after)
@@ -185,7 +185,7 @@ func TestPlan_AWipedStatusChangesNoWrite(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			names := []string{"a", "b", "c"}
 			h := newSimHub(simWorkload(kind, "web:1", 9, 1, 1, map[string]int32{"a": 1, "b": 1, "c": 1}), names)
-			if err := h.rest(20); err != nil {
+			if err := h.rest(); err != nil {
 				t.Fatal(err)
 			}
 			to := simWorkload(kind, "web:2", 9, 1, 1, map[string]int32{"a": 1, "b": 2})
@@ -267,7 +267,7 @@ func describeWrites(ws []Write) string {
 func midRollout(t *testing.T) *simHub {
 	t.Helper()
 	h := newSimHub(simWorkload(member.Deployment, "web:1", 10, 2, 1, map[string]int32{"a": 1, "b": 1}), []string{"a", "b"})
-	if err := h.rest(20); err != nil {
+	if err := h.rest(); err != nil {
 		t.Fatal(err)
 	}
 	to := simWorkload(member.Deployment, "web:2", 10, 2, 1, map[string]int32{"a": 1, "b": 1})

@@ -13,30 +13,31 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/limit"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
-// Type is how clusters are cut into stages.
-type Type string
+// Type is how clusters are cut into stages (the API's).
+type Type = fleetv1alpha1.StageType
 
 const (
-	// All is one stage of every cluster.
-	All Type = "All"
-	// Progressive: the mandatory groups, then maxConcurrency clusters at a time.
-	Progressive Type = "Progressive"
-	// ProgressivePerGroup: the mandatory groups, then one decision group at a time.
-	ProgressivePerGroup Type = "ProgressivePerGroup"
+	All                 = fleetv1alpha1.StagesAll
+	Progressive         = fleetv1alpha1.StagesProgressive
+	ProgressivePerGroup = fleetv1alpha1.StagesProgressivePerGroup
 )
 
-// Phase is where a stage stands.
-type Phase string
+// Phase is where a stage stands (the API's).
+type Phase = fleetv1alpha1.StagePhase
 
 const (
-	Pending     Phase = "Pending"
-	Progressing Phase = "Progressing"
-	Soaking     Phase = "Soaking"
-	Succeeded   Phase = "Succeeded"
-	Failed      Phase = "Failed"
+	Pending          = fleetv1alpha1.StagePending
+	Progressing      = fleetv1alpha1.StageProgressing
+	Soaking          = fleetv1alpha1.StageSoaking
+	AwaitingApproval = fleetv1alpha1.StageAwaitingApproval
+	Succeeded        = fleetv1alpha1.StageSucceeded
+	Failed           = fleetv1alpha1.StageFailed
 )
 
 // Spec is the stages part of a rollout strategy, defaulted.
@@ -60,10 +61,9 @@ type Group struct {
 
 // Cluster is one cluster's progress in the rollout.
 type Cluster struct {
-	// Complete: it runs everything it is allowed to on the new revision, available.
+	// Complete: it runs everything it is allowed to on the new revision,
+	// available (align.Finished).
 	Complete bool
-	// CompleteSince is when it last became complete.
-	CompleteSince time.Time
 }
 
 // Stage is one stage's status.
@@ -72,6 +72,12 @@ type Stage struct {
 	Clusters  []string
 	Phase     Phase
 	StartedAt time.Time
+	// CompleteSince is when every cluster of it but the failed was last
+	// seen complete (zero while one is not): minSuccessTime counts from then.
+	CompleteSince time.Time
+	// CompletedAt is when they had been for minSuccessTime: its gate counts
+	// from then.
+	CompletedAt time.Time
 	// FinishedAt is when it succeeded or failed.
 	FinishedAt time.Time
 	// Failed are its clusters past the progress deadline.
@@ -86,6 +92,19 @@ type Input struct {
 	// Previous are the stages the last plan returned (status.stages).
 	Previous []Stage
 	Now      time.Time
+	// Gate judges the gate after a stage (all but the last), reached at the
+	// stage's CompletedAt; nil when there is none.
+	Gate func(name string, reachedAt time.Time) gate.Verdict
+}
+
+// GateName names the gate after stage s.
+func GateName(stage string) string { return "stage-" + stage }
+
+// GateWait is the stage gate the rollout waits at.
+type GateWait struct {
+	Name      string
+	ReachedAt time.Time
+	Verdict   gate.Verdict
 }
 
 // Plan is the answer.
@@ -97,8 +116,11 @@ type Plan struct {
 	Halted bool
 	// Failures counts failed clusters; MaxFailures is the resolved limit.
 	Failures, MaxFailures int32
-	// RecheckIn is when a stage's soak or deadline ends; 0 for none.
+	// RecheckIn is when a stage's soak or deadline ends, or its gate may
+	// open by itself; 0 for none.
 	RecheckIn time.Duration
+	// Gate is the closed gate the next stage waits behind, nil for none.
+	Gate *GateWait
 }
 
 // Cut is the stages' clusters, in order.
@@ -164,10 +186,11 @@ func stageName(g Group) string {
 
 // Walk walks the stages in order: a stage starts when the one before it
 // succeeded; it succeeds once every cluster of it that has not failed has been
-// complete for minSuccessTime (Soaking until then); a cluster not complete
-// progressDeadline after its stage started has failed. More failures than
-// maxFailures halt the rollout: the failing stage is Failed and no stage
-// after it starts.
+// complete for minSuccessTime (Soaking until then) and the gate after it
+// opened; a cluster not complete progressDeadline after its stage started has
+// failed. More failures than maxFailures halt the rollout: the failing stage
+// is Failed and no stage after it starts. Clusters of started stages stay
+// active, halted or not: what they started they finish.
 func Walk(in Input) (Plan, error) {
 	stages, err := Cut(in.Spec, in.Groups)
 	if err != nil {
@@ -204,36 +227,41 @@ func Walk(in Input) (Plan, error) {
 		}
 		if seen && was.Phase == Succeeded {
 			// a stage once succeeded stays so in its rollout
-			st.Phase, st.FinishedAt, st.Failed = Succeeded, was.FinishedAt, was.Failed
+			clusters := st.Clusters
+			*st = was
+			st.Clusters = clusters
 			p.Failures += int32(len(was.Failed))
 			continue
 		}
 		st.Phase = Progressing
 		soaked := true
-		for _, c := range st.Clusters {
-			cs := in.Clusters[c]
-			switch {
-			case cs.Complete:
-				if left := cs.CompleteSince.Add(in.Spec.MinSuccessTime).Sub(in.Now); left > 0 {
-					soaked = false
-					p.recheck(left)
-				}
-			case in.Spec.ProgressDeadline > 0 && !in.Now.Before(st.StartedAt.Add(in.Spec.ProgressDeadline)):
-				st.Failed = append(st.Failed, c)
-			default:
-				soaked = false
-				if in.Spec.ProgressDeadline > 0 {
-					p.recheck(st.StartedAt.Add(in.Spec.ProgressDeadline).Sub(in.Now))
-				}
-			}
+		if seen && !was.CompletedAt.IsZero() {
+			// complete and soaked once: only its gate is left
+			st.CompleteSince, st.CompletedAt, st.Failed = was.CompleteSince, was.CompletedAt, was.Failed
+		} else {
+			soaked = p.progress(st, was, in)
 		}
 		p.Failures += int32(len(st.Failed))
 		switch {
 		case p.Failures > p.MaxFailures:
-			st.Phase, st.FinishedAt, p.Halted = Failed, finished(was, in.Now), true
+			st.Phase, st.FinishedAt, p.Halted = Failed, finished(was.FinishedAt, in.Now), true
 		case soaked:
-			st.Phase, st.FinishedAt = Succeeded, finished(was, in.Now)
-		case everyDoneOrFailed(st, in.Clusters):
+			st.CompletedAt = finished(was.CompletedAt, in.Now)
+			if i < len(stages)-1 && in.Gate != nil {
+				name := GateName(st.Name)
+				if v := in.Gate(name, st.CompletedAt); !v.Open {
+					st.Phase = AwaitingApproval
+					if v.Reason == v1alpha1.ReasonSoaking {
+						st.Phase = Soaking
+					}
+					p.Gate = &GateWait{Name: name, ReachedAt: st.CompletedAt, Verdict: v}
+					p.recheck(v.RecheckIn)
+					open = false
+					continue
+				}
+			}
+			st.Phase, st.FinishedAt = Succeeded, finished(was.FinishedAt, in.Now)
+		case !st.CompleteSince.IsZero():
 			st.Phase = Soaking
 			open = false
 		default:
@@ -244,18 +272,40 @@ func Walk(in Input) (Plan, error) {
 	return p, nil
 }
 
-func everyDoneOrFailed(st *Stage, clusters map[string]Cluster) bool {
+// progress judges the stage's clusters: one not complete by the deadline
+// has failed, for the rest of the rollout; it reports whether every other
+// one has been complete for minSuccessTime.
+func (p *Plan) progress(st *Stage, was Stage, in Input) bool {
+	st.Failed = slices.Clone(was.Failed)
+	all := true
 	for _, c := range st.Clusters {
-		if !clusters[c].Complete && !slices.Contains(st.Failed, c) {
-			return false
+		switch {
+		case slices.Contains(st.Failed, c):
+		case in.Clusters[c].Complete:
+		case in.Spec.ProgressDeadline > 0 && !in.Now.Before(st.StartedAt.Add(in.Spec.ProgressDeadline)):
+			st.Failed = append(st.Failed, c)
+		default:
+			all = false
+			if in.Spec.ProgressDeadline > 0 {
+				p.recheck(st.StartedAt.Add(in.Spec.ProgressDeadline).Sub(in.Now))
+			}
 		}
+	}
+	if !all {
+		return false
+	}
+	st.CompleteSince = finished(was.CompleteSince, in.Now)
+	if left := st.CompleteSince.Add(in.Spec.MinSuccessTime).Sub(in.Now); left > 0 {
+		p.recheck(left)
+		return false
 	}
 	return true
 }
 
-func finished(was Stage, now time.Time) time.Time {
-	if !was.FinishedAt.IsZero() {
-		return was.FinishedAt
+// finished keeps a time once set.
+func finished(was, now time.Time) time.Time {
+	if !was.IsZero() {
+		return was
 	}
 	return now
 }

@@ -8,6 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -55,12 +58,24 @@ func TestWalk_CanaryFirstThenTheRestAfterItsSoak(t *testing.T) {
 		t.Fatalf("start: %+v", p)
 	}
 	in.Previous, in.Now = p.Stages, t0.Add(10*time.Minute)
-	in.Clusters["c1"] = Cluster{Complete: true, CompleteSince: t0.Add(9*time.Minute + 30*time.Second)}
+	in.Clusters["c1"] = Cluster{Complete: true}
 	p, _ = Walk(in)
-	if p.Stages[0].Phase != Soaking || p.Active["a"] || p.RecheckIn != 30*time.Second {
+	if p.Stages[0].Phase != Soaking || p.Active["a"] || p.RecheckIn != time.Minute {
 		t.Fatalf("soaking: %+v", p)
 	}
+	// falling back restarts the soak
+	in.Previous, in.Now, in.Clusters["c1"] = p.Stages, t0.Add(10*time.Minute+30*time.Second), Cluster{}
+	p, _ = Walk(in)
+	if p.Stages[0].Phase != Progressing || !p.Stages[0].CompleteSince.IsZero() {
+		t.Fatalf("fallen back: %+v", p.Stages[0])
+	}
+	in.Previous, in.Now, in.Clusters["c1"] = p.Stages, t0.Add(10*time.Minute+40*time.Second), Cluster{Complete: true}
+	p, _ = Walk(in)
 	in.Previous, in.Now = p.Stages, t0.Add(11*time.Minute)
+	if p, _ = Walk(in); p.Stages[0].Phase != Soaking {
+		t.Fatalf("the soak did not restart: %+v", p.Stages[0])
+	}
+	in.Previous, in.Now = p.Stages, t0.Add(11*time.Minute+40*time.Second)
 	p, _ = Walk(in)
 	if p.Stages[0].Phase != Succeeded || p.Stages[1].Phase != Progressing || !p.Active["a"] || !p.Stages[1].StartedAt.Equal(in.Now) {
 		t.Fatalf("after the soak: %+v", p)
@@ -76,7 +91,7 @@ func TestWalk_DeadlineFailuresHaltPastMaxFailures(t *testing.T) {
 	one := intstr.FromInt32(1)
 	spec := Spec{Type: ProgressivePerGroup, ProgressDeadline: 5 * time.Minute, MaxFailures: &one}
 	in := Input{Spec: spec, Groups: []Group{{Name: "canary", Index: 0, Clusters: []string{"c1", "c2"}}, {Index: 1, Clusters: []string{"a", "b", "d"}}},
-		Clusters: map[string]Cluster{"c1": {Complete: true, CompleteSince: t0}}, Now: t0}
+		Clusters: map[string]Cluster{"c1": {Complete: true}}, Now: t0}
 	p, _ := Walk(in)
 	in.Previous, in.Now = p.Stages, t0.Add(5*time.Minute)
 	p, _ = Walk(in)
@@ -85,11 +100,61 @@ func TestWalk_DeadlineFailuresHaltPastMaxFailures(t *testing.T) {
 		t.Fatalf("one failure: %+v", p)
 	}
 	in.Previous = p.Stages
-	in.Clusters["a"] = Cluster{Complete: true, CompleteSince: in.Now}
+	in.Clusters["a"] = Cluster{Complete: true}
 	in.Now = in.Now.Add(5 * time.Minute)
 	p, _ = Walk(in)
 	if !p.Halted || p.Failures != 3 || p.Stages[1].Phase != Failed {
 		t.Fatalf("past maxFailures: %+v", p)
+	}
+}
+
+// The gate after a stage holds the next one from the stage's completion
+// until it opens; the stage shows what the gate waits for; there is no gate
+// after the last stage.
+func TestWalk_GateHoldsTheNextStage(t *testing.T) {
+	approved := false
+	var reached []time.Time
+	in := Input{Spec: Spec{Type: ProgressivePerGroup, MinSuccessTime: time.Minute}, Groups: groups(), Now: t0,
+		Clusters: map[string]Cluster{"c1": {Complete: true}},
+		Gate: func(name string, at time.Time) gate.Verdict {
+			if name != "stage-canary-0" {
+				t.Errorf("a gate after the last stage was asked: %s", name)
+			}
+			reached = append(reached, at)
+			if approved {
+				return gate.Verdict{Open: true}
+			}
+			return gate.Verdict{Reason: v1alpha1.ReasonAwaitingApproval, Message: "awaits approval"}
+		}}
+	p, _ := Walk(in)
+	if p.Stages[0].Phase != Soaking || p.Gate != nil || !p.Stages[0].CompleteSince.Equal(t0) {
+		t.Fatalf("soaking: %+v", p)
+	}
+	in.Previous, in.Now = p.Stages, t0.Add(2*time.Minute)
+	p, _ = Walk(in)
+	if p.Stages[0].Phase != AwaitingApproval || p.Stages[1].Phase != Pending || p.Active["a"] ||
+		p.Gate == nil || p.Gate.Name != "stage-canary-0" || !p.Gate.ReachedAt.Equal(in.Now) {
+		t.Fatalf("at the gate: %+v %+v", p, p.Gate)
+	}
+	// later rounds keep the time the gate was reached, even if the canary falls back
+	in.Previous, in.Now, in.Clusters["c1"] = p.Stages, t0.Add(5*time.Minute), Cluster{}
+	if p, _ = Walk(in); p.Stages[0].Phase != AwaitingApproval || !reached[len(reached)-1].Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("the gate moved: %+v %v", p.Stages[0], reached)
+	}
+	approved = true
+	in.Previous = p.Stages
+	p, _ = Walk(in)
+	if p.Stages[0].Phase != Succeeded || p.Stages[1].Phase != Progressing || !p.Active["a"] || p.Gate != nil {
+		t.Fatalf("approved: %+v", p)
+	}
+	in.Previous = p.Stages
+	for _, c := range []string{"a", "b", "d", "e"} {
+		in.Clusters[c] = Cluster{Complete: true}
+	}
+	p, _ = Walk(in)
+	in.Previous, in.Now = p.Stages, in.Now.Add(time.Minute)
+	if p, _ = Walk(in); p.Stages[1].Phase != Succeeded {
+		t.Fatalf("the last stage: %+v", p.Stages[1])
 	}
 }
 
@@ -118,6 +183,12 @@ func TestWalk_Properties(t *testing.T) {
 			MinSuccessTime:   time.Duration(rapid.IntRange(0, 3).Draw(t, "soak m")) * time.Minute,
 			ProgressDeadline: time.Duration(rapid.IntRange(0, 10).Draw(t, "deadline m")) * time.Minute}
 		in := Input{Spec: spec, Groups: gs, Clusters: map[string]Cluster{}, Now: t0}
+		opened := map[string]bool{}
+		if rapid.Bool().Draw(t, "gated") {
+			in.Gate = func(name string, _ time.Time) gate.Verdict {
+				return gate.Verdict{Open: opened[name], Reason: v1alpha1.ReasonAwaitingApproval}
+			}
+		}
 		for step := range 12 {
 			p, err := Walk(in)
 			if err != nil {
@@ -138,17 +209,24 @@ func TestWalk_Properties(t *testing.T) {
 				if s.Phase == Failed && failedAt < 0 {
 					failedAt = i
 				}
+				if in.Gate != nil && s.Phase == Succeeded && i < len(p.Stages)-1 && !opened[GateName(s.Name)] {
+					t.Fatalf("step %d: stage %s succeeded behind its closed gate", step, s.Name)
+				}
 				before = s.Phase == Succeeded
 			}
 			if p.Halted != (p.Failures > p.MaxFailures) || p.Halted != (failedAt >= 0) {
 				t.Fatalf("step %d: halted %v with %d failures of %d allowed, failed stage %d", step, p.Halted, p.Failures, p.MaxFailures, failedAt)
 			}
-			// the world moves: some active clusters complete, time passes
+			// the world moves: some active clusters complete, time passes,
+			// a gate opens
 			in.Previous = p.Stages
+			if p.Gate != nil && rapid.Bool().Draw(t, "approve") {
+				opened[p.Gate.Name] = true
+			}
 			in.Now = in.Now.Add(time.Duration(rapid.IntRange(0, 4).Draw(t, "minutes")) * time.Minute)
 			for c := range p.Active {
-				if _, done := in.Clusters[c]; !done && rapid.Bool().Draw(t, "complete "+c) {
-					in.Clusters[c] = Cluster{Complete: true, CompleteSince: in.Now}
+				if rapid.Bool().Draw(t, "complete "+c) {
+					in.Clusters[c] = Cluster{Complete: rapid.IntRange(0, 3).Draw(t, "state "+c) > 0}
 				}
 			}
 		}

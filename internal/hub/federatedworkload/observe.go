@@ -14,6 +14,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 )
 
 // observe reads what a round decides from: the Placement and the union of its
@@ -23,7 +24,7 @@ import (
 func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) (round.Input, map[string]cluster.Cluster, error) {
 	in := round.Input{Workload: fw, Now: r.now(), RolloutPoll: r.rolloutPoll(), Resync: r.resync()}
 	var err error
-	if in.Placement, in.Placed, err = r.placement(ctx, fw); err != nil {
+	if in.Placement, in.Placed, in.Groups, err = r.placement(ctx, fw); err != nil {
 		return in, nil, err
 	}
 	if in.Placement != nil {
@@ -101,20 +102,20 @@ func (r *Reconciler) readMembers(ctx context.Context, reads round.Reads) []membe
 
 // placement is the workload's Placement and the sorted union of its
 // PlacementDecisions; a nil Placement when it does not exist.
-func (r *Reconciler) placement(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) (*fleetv1alpha1.Placement, []string, error) {
+func (r *Reconciler) placement(ctx context.Context, fw *fleetv1alpha1.FederatedWorkload) (*fleetv1alpha1.Placement, []string, []stages.Group, error) {
 	var pl fleetv1alpha1.Placement
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: fw.Namespace, Name: fw.Spec.PlacementRef.Name}, &pl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
-		return nil, nil, fmt.Errorf("reading Placement %s: %w", fw.Spec.PlacementRef.Name, err)
+		return nil, nil, nil, fmt.Errorf("reading Placement %s: %w", fw.Spec.PlacementRef.Name, err)
 	}
 	var list fleetv1alpha1.PlacementDecisionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(fw.Namespace),
 		client.MatchingLabels{fleetv1alpha1.LabelPlacement: fw.Spec.PlacementRef.Name}); err != nil {
-		return nil, nil, fmt.Errorf("listing PlacementDecisions of %s: %w", fw.Spec.PlacementRef.Name, err)
+		return nil, nil, nil, fmt.Errorf("listing PlacementDecisions of %s: %w", fw.Spec.PlacementRef.Name, err)
 	}
-	return &pl, round.PlacedClusters(list.Items), nil
+	return &pl, round.PlacedClusters(list.Items), round.DecisionGroups(list.Items), nil
 }
 
 // clusterSets are the MemberClusterSets, the bindings of namespace and the

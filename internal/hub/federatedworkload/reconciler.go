@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/enqueue"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/requeue"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
@@ -88,14 +89,18 @@ type Reconciler struct {
 	// member objects changes (register it with the members registry too);
 	// without it member statuses are only polled (RolloutPoll).
 	MemberEvents *MemberEvents
+	// Analysis measures stage gates' analyses; nil measures none (such a
+	// gate stays AnalysisRunning).
+	Analysis *analysis.Measurer
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("federatedworkload").
+		// an approval is an annotation
 		For(&fleetv1alpha1.FederatedWorkload{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, deleting{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(&fleetv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfDecision)).
 		// A round reads of a MemberCluster its labels, its Ready condition
 		// and its deletion; a probe that rewrites only a message wakes no
@@ -156,6 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.measure(ctx, &fw)
 	out := round.Plan(in)
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("round planned", out.LogValues()...)

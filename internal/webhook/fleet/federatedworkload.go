@@ -9,8 +9,10 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/limit"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	lockstepvalidation "github.com/lockstep-dev/lockstep/internal/validation"
 )
 
 // ValidateFederatedWorkload checks a defaulted FederatedWorkload.
@@ -50,8 +52,56 @@ func ValidateFederatedWorkload(fw *fleetv1alpha1.FederatedWorkload) field.ErrorL
 	if rs.Partition < 0 {
 		errs = append(errs, field.Invalid(rp.Child("partition"), rs.Partition, "must not be negative"))
 	}
+	if st := rs.Stages; st != nil {
+		errs = append(errs, validateStages(rp.Child("stages"), st)...)
+	}
 	if t := fw.Spec.MemberLostTimeoutSeconds; t != nil && *t < 0 {
 		errs = append(errs, field.Invalid(sp.Child("memberLostTimeoutSeconds"), *t, "must not be negative"))
+	}
+	return errs
+}
+
+// validateStages checks the rollout's stages; the CRD's rules check the
+// same where they can, this also for a hub whose CRD is older.
+func validateStages(p *field.Path, st *fleetv1alpha1.RolloutStages) field.ErrorList {
+	var errs field.ErrorList
+	switch st.Type {
+	case "", fleetv1alpha1.StagesAll, fleetv1alpha1.StagesProgressive, fleetv1alpha1.StagesProgressivePerGroup:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), st.Type, []string{string(fleetv1alpha1.StagesAll),
+			string(fleetv1alpha1.StagesProgressive), string(fleetv1alpha1.StagesProgressivePerGroup)}))
+	}
+	if st.MaxConcurrency != nil {
+		if st.Type != fleetv1alpha1.StagesProgressive {
+			errs = append(errs, field.Forbidden(p.Child("maxConcurrency"), "applies to type Progressive only"))
+		}
+		if _, err := limit.Resolve(*st.MaxConcurrency, 100, limit.Up); err != nil {
+			errs = append(errs, field.Invalid(p.Child("maxConcurrency"), st.MaxConcurrency.String(), err.Error()))
+		}
+	}
+	if st.MaxFailures != nil {
+		if _, err := limit.Resolve(*st.MaxFailures, 100, limit.Down); err != nil {
+			errs = append(errs, field.Invalid(p.Child("maxFailures"), st.MaxFailures.String(), err.Error()))
+		}
+	}
+	if st.MinSuccessTime.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("minSuccessTime"), st.MinSuccessTime.String(), "must not be negative"))
+	}
+	if st.ProgressDeadline.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("progressDeadline"), st.ProgressDeadline.String(), "must not be negative"))
+	}
+	for i, g := range st.MandatoryDecisionGroups {
+		if (g.GroupName == "") == (g.GroupIndex == nil) {
+			errs = append(errs, field.Invalid(p.Child("mandatoryDecisionGroups").Index(i), "", "set exactly one of groupName and groupIndex"))
+		}
+	}
+	if g := st.Gate; g != nil {
+		gp := p.Child("gate")
+		gateErrs, _ := lockstepvalidation.ValidateGate(gp, g)
+		errs = append(errs, gateErrs...)
+		if g.OnFailure == v1alpha1.GateFailureRollback {
+			errs = append(errs, field.NotSupported(gp.Child("onFailure"), g.OnFailure, []string{string(v1alpha1.GateFailurePause)}))
+		}
 	}
 	return errs
 }

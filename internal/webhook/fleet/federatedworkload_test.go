@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 const podTemplate = `"template":{"metadata":{"labels":{"app":"w"}},"spec":{"containers":[{"name":"c","image":"w:1"}]}}`
@@ -42,6 +43,14 @@ func limits(mu, ms string) func(*fleetv1alpha1.FederatedWorkload) {
 	return func(fw *fleetv1alpha1.FederatedWorkload) {
 		u, s := intstr.Parse(mu), intstr.Parse(ms)
 		fw.Spec.RolloutStrategy.MaxUnavailable, fw.Spec.RolloutStrategy.MaxSurge = &u, &s
+	}
+}
+
+func stages(change func(*fleetv1alpha1.RolloutStages)) func(*fleetv1alpha1.FederatedWorkload) {
+	return func(fw *fleetv1alpha1.FederatedWorkload) {
+		st := &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesAll}
+		change(st)
+		fw.Spec.RolloutStrategy.Stages = st
 	}
 }
 
@@ -123,6 +132,32 @@ func TestValidateFederatedWorkload(t *testing.T) {
 		{"a bad weight selector", deploymentSpec(""), func(fw *fleetv1alpha1.FederatedWorkload) {
 			fw.Spec.Division.Weights = []fleetv1alpha1.ClusterWeight{{ClusterSelector: *selector("region", "not ok!"), Weight: 1}}
 		}, []wantErr{{"spec.division.weights[0].clusterSelector.matchLabels", field.ErrorTypeInvalid, "not ok!"}}},
+		{"stages per group with a gate", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			st.Type = fleetv1alpha1.StagesProgressivePerGroup
+			st.MandatoryDecisionGroups = []fleetv1alpha1.MandatoryDecisionGroup{{GroupName: "canary"}}
+			st.Gate = &v1alpha1.Gate{Approval: true, SoakSeconds: 60}
+		}), nil},
+		{"maxConcurrency is Progressive's", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			two := intstr.FromInt32(2)
+			st.Type, st.MaxConcurrency = fleetv1alpha1.StagesProgressivePerGroup, &two
+		}), []wantErr{{rs + ".stages.maxConcurrency", field.ErrorTypeForbidden, "type Progressive only"}}},
+		{"a bad maxFailures", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			bad := intstr.FromString("many")
+			st.MaxFailures = &bad
+		}), []wantErr{{rs + ".stages.maxFailures", field.ErrorTypeInvalid, "percentage"}}},
+		{"a mandatory group by name and index", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			zero := int32(0)
+			st.Type = fleetv1alpha1.StagesProgressive
+			st.MandatoryDecisionGroups = []fleetv1alpha1.MandatoryDecisionGroup{{GroupName: "canary", GroupIndex: &zero}}
+		}), []wantErr{{rs + ".stages.mandatoryDecisionGroups[0]", field.ErrorTypeInvalid, "exactly one of groupName and groupIndex"}}},
+		{"a stage gate does not roll back", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			st.Gate = &v1alpha1.Gate{OnFailure: v1alpha1.GateFailureRollback, Analysis: &v1alpha1.GateAnalysis{
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://prometheus:9090", Query: "up", SuccessCondition: "result[0] == 1"}}}
+		}), []wantErr{{rs + ".stages.gate.onFailure", field.ErrorTypeNotSupported, "Rollback"}}},
+		{"a stage gate's analysis is checked as a PodCliqueSet's", deploymentSpec(""), stages(func(st *fleetv1alpha1.RolloutStages) {
+			st.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
+				Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://prometheus:9090", Query: "up", SuccessCondition: "os.exit(1)"}}}
+		}), []wantErr{{rs + ".stages.gate.analysis.prometheus.successCondition", field.ErrorTypeInvalid, "os.exit(1)"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

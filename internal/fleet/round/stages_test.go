@@ -1,0 +1,303 @@
+package round
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"pgregory.net/rapid"
+
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
+)
+
+func TestDecisionGroups(t *testing.T) {
+	decision := func(name, idx string, clusters ...string) fleetv1alpha1.PlacementDecision {
+		d := fleetv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+			fleetv1alpha1.LabelDecisionGroupName: name, fleetv1alpha1.LabelDecisionGroupIndex: idx}}}
+		for _, c := range clusters {
+			d.Status.Decisions = append(d.Status.Decisions, fleetv1alpha1.ClusterDecision{ClusterName: c})
+		}
+		return d
+	}
+	got := DecisionGroups([]fleetv1alpha1.PlacementDecision{
+		decision("", "1", "d", "c"), decision("canary", "0", "a"), decision("", "1", "e"),
+	})
+	want := "0 canary [a]; 1  [c d e]"
+	var parts []string
+	for _, g := range got {
+		parts = append(parts, fmt.Sprintf("%d %s %v", g.Index, g.Name, g.Clusters))
+	}
+	if s := strings.Join(parts, "; "); s != want {
+		t.Errorf("groups %s, want %s", s, want)
+	}
+}
+
+// stagedHub is a sim hub whose placement puts each cluster in a decision
+// group.
+func stagedHub(fw *fleetv1alpha1.FederatedWorkload, groups []stages.Group) *simHub {
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.Clusters...)
+	}
+	slices.Sort(names)
+	h := newSimHub(fw, names)
+	h.base.Groups = groups
+	return h
+}
+
+// playRound runs a round and lets every member act, settle and report.
+func (h *simHub) playRound(t testing.TB) Output {
+	out, err := h.round()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range h.names() {
+		m := h.members[name]
+		if err := m.Act(); err != nil {
+			t.Fatal(err)
+		}
+		m.Settle()
+		m.Report()
+	}
+	return out
+}
+
+// ProgressivePerGroup with a canary group first and an approval gate after
+// each stage: the canary rolls alone, the next group waits at the gate (the
+// workload says AwaitingApproval and names the gate) until the approval
+// names the revision and the gate, then rolls; status.stages says where each
+// stage is.
+func TestPlan_StagesRollGroupByGroupBehindTheirGate(t *testing.T) {
+	fw := simWorkload(member.Deployment, "web:1", 6, 1, 1, nil)
+	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1", "m2"}}}
+	h := stagedHub(fw, groups)
+	if err := h.rest(); err != nil {
+		t.Fatal(err)
+	}
+	to := simWorkload(member.Deployment, "web:2", 6, 1, 1, nil)
+	to.Generation, to.Status = 2, h.fw.Status
+	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		Gate: &v1alpha1.Gate{Approval: true}}
+	h.fw = to
+	tmpl, _ := member.ParseTemplate(to.Spec.Template.Raw)
+	var out Output
+	for range 40 {
+		out = h.playRound(t)
+		if out.Status.Gate != nil {
+			break
+		}
+		if u := h.members["m1"].Count(tmpl.Revision).Updated + h.members["m2"].Count(tmpl.Revision).Updated; u > 0 {
+			t.Fatalf("group 1 updated %d units before the canary's stage succeeded:%s", u, h.layout(tmpl.Revision))
+		}
+	}
+	st := out.Status
+	if st.Gate == nil || st.Gate.Name != "stage-canary-0" || st.Gate.Reason != v1alpha1.ReasonAwaitingApproval {
+		t.Fatalf("no gate after the canary: %+v", st.Gate)
+	}
+	if p := progressing(st); p.Reason != string(v1alpha1.ReasonAwaitingApproval) || !strings.Contains(p.Message, "stage-canary-0") {
+		t.Fatalf("progressing %+v", p)
+	}
+	if st.Stages[0].Phase != fleetv1alpha1.StageAwaitingApproval || st.Stages[1].Phase != fleetv1alpha1.StagePending ||
+		h.members["m0"].Count(tmpl.Revision).Updated != 2 {
+		t.Fatalf("stages %+v:%s", st.Stages, h.layout(tmpl.Revision))
+	}
+	// held: rounds go by, nothing moves in group 1
+	for range 5 {
+		out = h.playRound(t)
+	}
+	if u := h.members["m1"].Count(tmpl.Revision).Updated; u > 0 || out.Status.Stages[1].Phase != fleetv1alpha1.StagePending {
+		t.Fatalf("group 1 moved behind a closed gate:%s", h.layout(tmpl.Revision))
+	}
+	// an approval of another gate or revision does not open it
+	h.fw.Annotations = map[string]string{v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf("other", "stage-canary-0")}
+	if out = h.playRound(t); out.Status.Gate == nil {
+		t.Fatal("an approval of another revision opened the gate")
+	}
+	h.fw.Annotations[v1alpha1.AnnotationApprovedRevision] = v1alpha1.ApprovalOf(tmpl.Revision, "stage-canary-0")
+	for range 60 {
+		out = h.playRound(t)
+		if out.Plan.Done && out.Status.Stages[1].Phase == fleetv1alpha1.StageSucceeded {
+			break
+		}
+	}
+	if out.Status.Gate != nil || out.Status.Stages[0].Phase != fleetv1alpha1.StageSucceeded || out.Status.Stages[1].Phase != fleetv1alpha1.StageSucceeded {
+		t.Fatalf("after the approval: %+v %+v", out.Status.Stages, out.Status.Gate)
+	}
+	if p := progressing(out.Status); p.Reason != string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) {
+		t.Fatalf("progressing at the end: %+v", p)
+	}
+}
+
+// A cluster that does not complete within progressDeadline fails; with more
+// failures than maxFailures the rollout halts (MaxFailuresExceeded,
+// Stalled) and the next stage never starts.
+func TestPlan_FailuresPastMaxFailuresHaltTheRollout(t *testing.T) {
+	fw := simWorkload(member.Deployment, "web:1", 6, 3, 0, nil)
+	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1"}}, {Index: 2, Clusters: []string{"m2"}}}
+	h := stagedHub(fw, groups)
+	if err := h.rest(); err != nil {
+		t.Fatal(err)
+	}
+	to := simWorkload(member.Deployment, "web:2", 6, 3, 0, nil)
+	to.Generation, to.Status = 2, h.fw.Status
+	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		ProgressDeadline: metav1.Duration{Duration: 20 * time.Second}}
+	h.fw = to
+	tmpl, _ := member.ParseTemplate(to.Spec.Template.Raw)
+	// m1's new pods never start
+	h.members["m1"].Frozen = true
+	var out Output
+	for range 60 {
+		out = h.playRound(t)
+		if out.Stages != nil && out.Stages.Halted {
+			break
+		}
+	}
+	if out.Stages == nil || !out.Stages.Halted {
+		t.Fatalf("not halted: %+v", out.Status.Stages)
+	}
+	st := out.Status
+	if p := progressing(st); p.Reason != string(fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded) || !strings.Contains(p.Message, "m1") {
+		t.Fatalf("progressing %+v", p)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, string(fleetv1alpha1.FederatedWorkloadStalled)); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("not stalled: %+v", st.Conditions)
+	}
+	if st.Stages[1].Phase != fleetv1alpha1.StageFailed || !slices.Equal(st.Stages[1].FailedClusters, []string{"m1"}) || st.Stages[2].Phase != fleetv1alpha1.StagePending {
+		t.Fatalf("stages %+v", st.Stages)
+	}
+	for range 10 {
+		out = h.playRound(t)
+	}
+	if u := h.members["m2"].Count(tmpl.Revision).Updated; u > 0 {
+		t.Fatalf("the stage after the halt started:%s", h.layout(tmpl.Revision))
+	}
+}
+
+// Over random fleets cut into random stages (groups, Progressive waves, a
+// mandatory group first), with soaks and a gate approved at random rounds
+// and members that report late, the global budget holds after every
+// member's every action, no cluster of a stage that has not started runs a
+// unit of the new revision, and the rollout completes once every gate is
+// approved.
+func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		kind := rapid.SampledFrom([]member.Kind{member.Deployment, member.StatefulSet}).Draw(t, "kind")
+		n := rapid.IntRange(2, 5).Draw(t, "members")
+		nGroups := rapid.IntRange(1, 3).Draw(t, "groups")
+		groups := make([]stages.Group, nGroups)
+		for i := range groups {
+			groups[i] = stages.Group{Index: int32(i)}
+			if i == 0 && rapid.Bool().Draw(t, "named canary") {
+				groups[i].Name = "canary"
+			}
+		}
+		var names []string
+		for i := range n {
+			c := fmt.Sprintf("m%d", i)
+			names = append(names, c)
+			g := rapid.IntRange(0, nGroups-1).Draw(t, "group of "+c)
+			groups[g].Clusters = append(groups[g].Clusters, c)
+		}
+		replicas := int32(rapid.IntRange(1, 12).Draw(t, "replicas"))
+		leastUnavailable := 0
+		if kind == member.StatefulSet {
+			leastUnavailable = 1
+		}
+		mu := int32(rapid.IntRange(leastUnavailable, 3).Draw(t, "maxUnavailable"))
+		ms := int32(rapid.IntRange(0, 2).Draw(t, "maxSurge"))
+		if mu == 0 && ms == 0 {
+			mu = 1
+		}
+		partition := int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition"))
+		spec := &fleetv1alpha1.RolloutStages{
+			Type:           rapid.SampledFrom([]fleetv1alpha1.StageType{fleetv1alpha1.StagesAll, fleetv1alpha1.StagesProgressive, fleetv1alpha1.StagesProgressivePerGroup}).Draw(t, "type"),
+			MinSuccessTime: metav1.Duration{Duration: time.Duration(rapid.IntRange(0, 3).Draw(t, "soak polls")) * poll},
+		}
+		if spec.Type == fleetv1alpha1.StagesProgressive {
+			mc := intstr.FromInt32(int32(rapid.IntRange(1, 2).Draw(t, "maxConcurrency")))
+			spec.MaxConcurrency = &mc
+		}
+		if spec.Type != fleetv1alpha1.StagesAll && rapid.Bool().Draw(t, "mandatory") {
+			last := int32(nGroups - 1)
+			spec.MandatoryDecisionGroups = []fleetv1alpha1.MandatoryDecisionGroup{{GroupIndex: &last}}
+		}
+		if rapid.Bool().Draw(t, "gated") {
+			spec.Gate = &v1alpha1.Gate{Approval: true, SoakSeconds: int32(rapid.IntRange(0, 4).Draw(t, "gate soak"))}
+		}
+
+		h := stagedHub(simWorkload(kind, "web:1", replicas, mu, ms, nil), groups)
+		if err := h.rest(); err != nil {
+			t.Fatalf("bringing the fleet to rest: %v", err)
+		}
+		to := simWorkload(kind, "web:2", replicas, mu, ms, nil)
+		to.Spec.RolloutStrategy.Partition = partition
+		to.Spec.RolloutStrategy.Stages = spec
+		to.Generation, to.Status = 2, h.fw.Status
+		h.fw = to
+		tmpl, err := member.ParseTemplate(to.Spec.Template.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := budgetOf(to)
+		var out Output
+		check := func(when string) {
+			available, units, updated, scales := h.fleetCounts(tmpl.Revision)
+			most := replicas - partition + max(0, scales-replicas)
+			if available < replicas-budget.MaxUnavailable || units > replicas+budget.MaxSurge || updated > most {
+				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d):%s",
+					when, available, replicas-budget.MaxUnavailable, units, replicas+budget.MaxSurge, updated, most, h.layout(tmpl.Revision))
+			}
+			for _, s := range out.Status.Stages {
+				if s.Phase != fleetv1alpha1.StagePending {
+					continue
+				}
+				for _, c := range s.Clusters {
+					if u := h.members[c].Count(tmpl.Revision).Updated; u > 0 {
+						t.Fatalf("%s: %s of stage %s, not started, runs %d units of the new revision:%s", when, c, s.Name, u, h.layout(tmpl.Revision))
+					}
+				}
+			}
+		}
+		for r := range maxWipeRounds {
+			lagging := map[string]bool{}
+			for _, c := range names {
+				lagging[c] = rapid.IntRange(0, 3).Draw(t, "reports late") == 0
+			}
+			if g := h.fw.Status.Gate; g != nil && (r > 100 || rapid.IntRange(0, 3).Draw(t, "approve") == 0) {
+				h.fw.Annotations = map[string]string{v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf(tmpl.Revision, g.Name)}
+			}
+			out, err = h.round()
+			if err != nil {
+				t.Fatalf("round %d: %v", r, err)
+			}
+			if out.Plan.Done && stagesDone(out.Stages) {
+				endOf(t, h, tmpl.Revision, out.Plan, replicas, partition, "")
+				return
+			}
+			for _, c := range names {
+				if err := h.members[c].Act(); err != nil {
+					t.Fatal(err)
+				}
+				check(fmt.Sprintf("round %d, %s acted", r, c))
+			}
+			for _, c := range names {
+				m := h.members[c]
+				m.Settle()
+				if !lagging[c] {
+					m.Report()
+				}
+			}
+			check(fmt.Sprintf("round %d, settled", r))
+		}
+		t.Fatalf("no end after %d rounds: %+v:%s", maxWipeRounds, out.Status.Stages, h.layout(tmpl.Revision))
+	})
+}
