@@ -153,9 +153,9 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 	f.StringVar(&o.jitter, "jitter", "0", "Vary each start-up uniformly by up to ± this fraction of --startup: 20% or 0.2.")
 	f.Uint64Var(&o.seed, "seed", 1, "Seed of the jitter; the same seed gives the same timeline.")
 	f.StringArrayVar(&o.fails, "fail", nil,
-		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready. Repeatable.")
+		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready; for FederatedWorkloads, CLUSTER@WAVE: the cluster's new units never start from that wave on. Repeatable.")
 	f.StringArrayVar(&o.approve, "approve", nil,
-		"Approve a gate at a simulated time, GATE@TIME (replicas-1@10m, replica-0-step-1@90s), as `kubectl lockstep approve` would. Repeatable.")
+		"Approve a gate at a simulated time, GATE@TIME (replicas-1@10m, replica-0-step-1@90s, a fleet's stage-canary-0@5m), as `kubectl lockstep approve` would. Repeatable.")
 	f.DurationVar(&o.grace, "grace", 0, "How long a deleted pod takes to go away.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json.")
 	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role (per cluster for a FederatedWorkload) over time to this file.")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +72,8 @@ func (o *planOptions) runFleet(stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockstep plan: %v\n", err)
 		return exitFailed
 	}
-	if len(res.Breaches) > 0 || !res.Done && !res.Strategy.Paused {
+	// paused, or held at a stage gate nobody approves: held by design
+	if len(res.Breaches) > 0 || !res.Done && !res.Strategy.Paused && !res.Held {
 		return exitFailed
 	}
 	return exitOK
@@ -125,7 +127,19 @@ func (o *planOptions) faults(in *fleetplan.Input) []error {
 		return out
 	}
 	in.Late = read("late", o.late, parseLate)
-	in.Lose = read("lose", o.lose, parseLose)
+	in.Lose = read("lose", o.lose, atWave("lose", "unreachable to the hub"))
+	in.Fail = read("fail", o.fails, atWave("fail", "runs none of its new units"))
+	for _, a := range o.approve {
+		approval, err := parseApproval(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if in.Approve == nil {
+			in.Approve = map[string]time.Duration{}
+		}
+		in.Approve[approval.Gate] = approval.At
+	}
 	return errs
 }
 
@@ -143,18 +157,21 @@ func parseLate(s string) (string, int, error) {
 	return name, n, nil
 }
 
-// parseLose reads CLUSTER@WAVE, WAVE ≥ 1.
-func parseLose(s string) (string, int, error) {
-	name, val, ok := strings.Cut(s, "@")
-	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return "", 0, fmt.Errorf("lockstep plan: --lose %q: want CLUSTER@WAVE, the cluster unreachable to the hub from that wave on", s)
+// atWave reads CLUSTER@WAVE, WAVE ≥ 1, for --flag: the cluster is what
+// from that wave on.
+func atWave(flag, what string) func(string) (string, int, error) {
+	return func(s string) (string, int, error) {
+		name, val, ok := strings.Cut(s, "@")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return "", 0, fmt.Errorf("lockstep plan: --%s %q: want CLUSTER@WAVE, the cluster %s from that wave on", flag, s, what)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if err != nil || n < 1 {
+			return "", 0, fmt.Errorf("lockstep plan: --%s %q: WAVE must be a whole number, at least 1 (waves count from 1)", flag, s)
+		}
+		return name, n, nil
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(val))
-	if err != nil || n < 1 {
-		return "", 0, fmt.Errorf("lockstep plan: --lose %q: WAVE must be a whole number, at least 1 (waves count from 1)", s)
-	}
-	return name, n, nil
 }
 
 // readFleetInput checks the flags and reads and validates both manifests; the
@@ -168,8 +185,8 @@ func (o *planOptions) readFleetInput(stdin io.Reader) (fleetplan.Input, fleetObj
 	if o.output != "text" {
 		errs = append(errs, fmt.Errorf("lockstep plan: --output %q: FederatedWorkloads are shown as text (and --svg)", o.output))
 	}
-	if len(o.fails) > 0 || o.jitter != "0" || o.grace != 0 {
-		errs = append(errs, errors.New("lockstep plan: --fail, --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster, --startup, --late and --lose"))
+	if o.jitter != "0" || o.grace != 0 {
+		errs = append(errs, errors.New("lockstep plan: --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster, --startup, --late, --lose, --fail and --approve"))
 	}
 	if o.startup <= 0 {
 		errs = append(errs, fmt.Errorf("lockstep plan: --startup %s: must be positive", o.startup))

@@ -239,7 +239,7 @@ func TestApprove_NamesTheRevisionAndTheGateWaiting(t *testing.T) {
 	if got := approval(); got != "web-v2@replicas-2" {
 		t.Errorf("annotation %q after --gate replicas-2", got)
 	}
-	mustRun(t, ns, verdict.Usage, "approve", "fw/"+pcs.Name)
+	mustRun(t, ns, verdict.Usage, "approve", "pl/"+pcs.Name)
 }
 
 func TestRestart_StampsThePodTemplatesOfTheRole(t *testing.T) {

@@ -348,49 +348,67 @@ func nextPartition(k kind, name string, now int32, set bool, partition int32, fu
 func newApproveCommand(s *session) *cobra.Command {
 	var gate string
 	cmd := &cobra.Command{
-		Use:   "approve NAME [--gate G]",
-		Short: "Open the gate a PodCliqueSet's rollout awaits approval at (or gate G of the rollout under way)",
+		Use:   "approve NAME|fw/NAME [--gate G]",
+		Short: "Open the gate a rollout awaits approval at: a PodCliqueSet's, or a FederatedWorkload's stage gate (or gate G of the rollout under way)",
 		Long: `Approve writes the annotation lockstep.dev/approved-revision=<updateRevision>@<gate>.
 The approval names the rollout's revision, so it never opens a gate of a later
-rollout. Without --gate it approves the gate status.updateProgress.gate names;
-an approval given while that gate still soaks counts once the soak is over.`,
+rollout. Without --gate it approves the gate the status names
+(status.updateProgress.gate of a PodCliqueSet, status.gate of a
+FederatedWorkload); an approval given while that gate still soaks counts once
+the soak is over.`,
 		Example: `  kubectl lockstep approve disagg                    # the gate it waits at
-  kubectl lockstep approve disagg --gate replicas-2   # ahead of time`,
+  kubectl lockstep approve disagg --gate replicas-2   # ahead of time
+  kubectl lockstep approve fw/web                     # the stage gate the fleet waits at`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, name, err := target("approve", args[0], kindPodCliqueSet)
+			k, name, err := target("approve", args[0], kindPodCliqueSet, kindFederatedWorkload)
 			if err != nil {
 				return err
 			}
 			var approved, soaking string
-			_, err = s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+			// approve sets the annotation on an object waiting at waiting
+			// (nil for none) with update revision rev.
+			approve := func(annotations *map[string]string, waiting *v1alpha1.GateStatus, rev string) error {
 				g := gate
-				if up := p.Status.UpdateProgress; g == "" && up != nil && up.Gate != nil {
-					g = up.Gate.Name
-					if up.Gate.Reason == v1alpha1.ReasonSoaking {
+				if g == "" && waiting != nil {
+					g = waiting.Name
+					if waiting.Reason == v1alpha1.ReasonSoaking {
 						soaking = " (it still soaks; the approval counts once the soak is over)"
 					}
 				}
 				if g == "" {
-					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("podcliqueset %s waits at no gate: nothing to approve (name one with --gate)", name)}
+					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("%s %s waits at no gate: nothing to approve (name one with --gate)", k.resource(), name)}
 				}
-				if p.Status.UpdateRevision == "" {
-					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("podcliqueset %s has no update revision yet: nothing to approve", name)}
+				if rev == "" {
+					return &ExitError{Code: verdict.Failed, Err: fmt.Errorf("%s %s has no update revision yet: nothing to approve", k.resource(), name)}
 				}
-				approved = v1alpha1.ApprovalOf(p.Status.UpdateRevision, g)
-				if p.Annotations == nil {
-					p.Annotations = map[string]string{}
+				approved = v1alpha1.ApprovalOf(rev, g)
+				if *annotations == nil {
+					*annotations = map[string]string{}
 				}
-				p.Annotations[v1alpha1.AnnotationApprovedRevision] = approved
+				(*annotations)[v1alpha1.AnnotationApprovedRevision] = approved
 				return nil
-			})
+			}
+			if k == kindFederatedWorkload {
+				_, err = s.patchFW(cmd.Context(), name, func(fw *fleetv1alpha1.FederatedWorkload) error {
+					return approve(&fw.Annotations, fw.Status.Gate, fw.Status.UpdateRevision)
+				})
+			} else {
+				_, err = s.patch(cmd.Context(), name, func(p *v1alpha1.PodCliqueSet) error {
+					var waiting *v1alpha1.GateStatus
+					if up := p.Status.UpdateProgress; up != nil {
+						waiting = up.Gate
+					}
+					return approve(&p.Annotations, waiting, p.Status.UpdateRevision)
+				})
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "podcliqueset/%s approved: %s%s\n", name, approved, soaking)
+			fmt.Fprintf(s.out, "%s/%s approved: %s%s\n", k.resource(), name, approved, soaking)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&gate, "gate", "", "Approve this gate (as status.updateProgress.gate names gates) rather than the one waiting now.")
+	cmd.Flags().StringVar(&gate, "gate", "", "Approve this gate (replicas-N, replica-I-step-K, or stage-<stage> of a FederatedWorkload) rather than the one waiting now.")
 	return cmd
 }

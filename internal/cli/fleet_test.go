@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/cli/verdict"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
@@ -122,8 +123,11 @@ func hubStatus(reason fleetv1alpha1.FederatedWorkloadReason, msg string) []metav
 	switch reason {
 	case fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress:
 		prog, reconciling = metav1.ConditionTrue, metav1.ConditionTrue
-	case fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict, fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound:
+	case fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict, fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound,
+		fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded:
 		stalled = metav1.ConditionTrue
+	case fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingApproval):
+		prog = metav1.ConditionTrue
 	case fleetv1alpha1.FederatedWorkloadReasonRolloutPaused:
 		paused, pausedReason = metav1.ConditionTrue, reason
 	}
@@ -167,6 +171,8 @@ func TestFederated_StatusExitCodesFromTheHubsConditions(t *testing.T) {
 		{name: "in progress", reason: fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress, code: verdict.TimedOut, says: "RolloutInProgress"},
 		{name: "paused", reason: fleetv1alpha1.FederatedWorkloadReasonRolloutPaused, code: verdict.Halted, says: "RolloutPaused"},
 		{name: "member object conflict", reason: fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict, code: verdict.Failed, says: "MemberObjectConflict"},
+		{name: "awaiting approval at a stage gate", reason: fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingApproval), code: verdict.Halted, says: "AwaitingApproval"},
+		{name: "halted past maxFailures", reason: fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded, code: verdict.Failed, says: "MaxFailuresExceeded"},
 		{name: "placement not found", reason: fleetv1alpha1.FederatedWorkloadReasonPlacementNotFound, code: verdict.Failed, says: "PlacementNotFound"},
 		{name: "partition reached", spec: func(fw *fleetv1alpha1.FederatedWorkload) { fw.Spec.RolloutStrategy.Partition = 6 },
 			reason: fleetv1alpha1.FederatedWorkloadReasonRolloutComplete, code: verdict.Halted, says: "partition 6 reached"},
@@ -380,6 +386,30 @@ func TestFederated_Promote_LowersTheFleetPartition(t *testing.T) {
 		t.Errorf("partition %d after --full", p)
 	}
 	hubRun(t, ns, verdict.Failed, "promote", "fw/web")
+}
+
+// approve fw/NAME approves the stage gate the hub says the rollout waits
+// at, for the revision it rolls out, or a gate named ahead of time.
+func TestFederated_ApproveNamesTheRevisionAndTheStageGate(t *testing.T) {
+	ns, fw := newFW(t, fwDeployment, nil)
+	approval := func() string { return rereadFW(t, fw).Annotations[v1alpha1.AnnotationApprovedRevision] }
+	setFWStatus(t, fw, fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress, "set by the test", nil)
+	if out := hubRun(t, ns, verdict.Failed, "approve", "fw/web"); !strings.Contains(out, "waits at no gate") || approval() != "" {
+		t.Errorf("approve with no gate waiting said %q and wrote %q", out, approval())
+	}
+	setFWStatus(t, fw, fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingApproval), "gate stage-canary-0 awaits approval", func(st *fleetv1alpha1.FederatedWorkloadStatus) {
+		st.Gate = &v1alpha1.GateStatus{Name: "stage-canary-0", Reason: v1alpha1.ReasonAwaitingApproval, ReachedAt: metav1.Now()}
+	})
+	if out := hubRun(t, ns, 0, "approve", "fw/web"); !strings.Contains(out, "federatedworkload/web approved: rev-2@stage-canary-0") {
+		t.Errorf("approve said %q", out)
+	}
+	if got := approval(); got != "rev-2@stage-canary-0" {
+		t.Errorf("annotation %q", got)
+	}
+	hubRun(t, ns, 0, "approve", "federatedworkload/web", "--gate", "stage-group-1")
+	if got := approval(); got != "rev-2@stage-group-1" {
+		t.Errorf("annotation %q after --gate", got)
+	}
 }
 
 func TestFederated_HistoryAndUndoSayThereIsNoHistory(t *testing.T) {

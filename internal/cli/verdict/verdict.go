@@ -139,7 +139,8 @@ func OfFederated(in FederatedInput) Verdict {
 		return Verdict{Code: TimedOut, Line: line}
 	}
 	switch reason {
-	case fleetv1alpha1.FederatedWorkloadReasonRolloutPaused:
+	case fleetv1alpha1.FederatedWorkloadReasonRolloutPaused, fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingApproval):
+		// held by design: a person moves it on (resume, approve)
 		return Verdict{Final: true, Code: Halted, Line: line}
 	case fleetv1alpha1.FederatedWorkloadReasonRolloutComplete:
 		if p := fw.Spec.RolloutStrategy.Partition; p > 0 && st.UpdatedReplicas < fw.Spec.Replicas {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/division"
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
@@ -75,6 +76,13 @@ type Input struct {
 	// memberLostTimeoutSeconds from then. Their own controllers go on with
 	// what their objects hold.
 	Lose map[string]int
+	// Approve are the stage gates approved, by gate name (stage-<stage>), at
+	// a time from the change, as `kubectl lockstep approve fw/NAME` would.
+	Approve map[string]time.Duration
+	// Fail are the clusters whose new units never start, by the wave (from
+	// 1) from which on: a cluster whose new pods cannot be scheduled. Its
+	// stage's progressDeadline counts it failed.
+	Fail map[string]int
 	// OnRound, when set, sees every round the hub runs (those bringing the
 	// members to rest on From too).
 	OnRound func(Round)
@@ -128,6 +136,9 @@ type Result struct {
 	Breaches []string
 	// Lost is what became of each cluster of Input.Lose, in name order.
 	Lost []LostCluster
+	// Held: the rollout waits at a stage gate nobody approves (held by
+	// design); Halted: more clusters failed than the stages' maxFailures.
+	Held, Halted bool
 	// Status is the FederatedWorkload's status the hub wrote last.
 	Status fleetv1alpha1.FederatedWorkloadStatus
 }
@@ -136,6 +147,9 @@ type Result struct {
 // and what the plan adds for clusters the hub cannot reach.
 type Wave struct {
 	align.Wave
+	// Stages says where each stage stands after the wave's round ("" without
+	// stages), and the gate it waits at.
+	Stages string
 	// Floor is the floor of this wave: Result.Floor, lowered by the shares
 	// the hub still holds for clusters it cannot reach. From the first wave
 	// a cluster is unreachable, Available and Units count only the clusters
@@ -218,7 +232,7 @@ func Run(in Input) (Result, error) {
 			break
 		}
 		lost.saw(h.wave, h.unreached(out))
-		if out.Plan.Done {
+		if out.Plan.Done && (out.Stages == nil || out.Stages.Finished()) {
 			res.Done = true
 			if deletes(out.Writes) {
 				// The objects it deleted leave the status at the next round.
@@ -230,7 +244,9 @@ func Run(in Input) (Result, error) {
 			}
 			break
 		}
-		w := Wave{Wave: align.Wave{Plan: out.Plan}}
+		w := Wave{Wave: align.Wave{Plan: out.Plan}, Stages: stagesLine(out)}
+		res.Halted = out.Stages != nil && out.Stages.Halted
+		res.Held = out.Stages != nil && out.Stages.Gate != nil && out.Stages.Gate.Verdict.Reason == v1alpha1.ReasonAwaitingApproval
 		if err := h.act(); err != nil {
 			return res, err
 		}
@@ -432,3 +448,28 @@ func defaultPlacement(fw *fleetv1alpha1.FederatedWorkload) (*fleetv1alpha1.Place
 		[]fleetv1alpha1.MemberClusterSetBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: fw.Namespace, Name: set},
 			Spec: fleetv1alpha1.MemberClusterSetBindingSpec{ClusterSet: set}}}
 }
+
+// stagesLine is where each stage stands after a round, and the gate it
+// waits at: "canary-0 Succeeded, group-1 Progressing".
+func stagesLine(out round.Output) string {
+	if out.Stages == nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range out.Stages.Stages {
+		p := fmt.Sprintf("%s %s", s.Name, s.Phase)
+		if len(s.Failed) > 0 {
+			p += fmt.Sprintf(" (failed: %s)", strings.Join(s.Failed, ", "))
+		}
+		parts = append(parts, p)
+	}
+	line := strings.Join(parts, ", ")
+	if g := out.Stages.Gate; g != nil {
+		line += "; " + g.Verdict.Message
+	}
+	if out.Stages.Halted {
+		line += fmt.Sprintf("; halted: %d failed, maxFailures %d", out.Stages.Failures, out.Stages.MaxFailures)
+	}
+	return line
+}
+

@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
+	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 )
 
 // epoch is the simulated clock's start; a round is one start-up time later
@@ -44,6 +46,11 @@ type hub struct {
 	// members it read).
 	unreachable map[string]bool
 	failed      []round.Write
+	// changedAt is the clock of the first round on the changed workload;
+	// recheck: the last round's stages change by themselves later (a soak,
+	// a deadline, a gate's soak).
+	changedAt time.Time
+	recheck   bool
 }
 
 func newHub(in Input) *hub {
@@ -174,6 +181,22 @@ func (h *hub) round() (round.Output, error) {
 		Now: now, RolloutPoll: h.in.Startup, Resync: h.in.Startup,
 	}
 	in.Placed = h.placedNow()
+	groups, err := h.groups(in.Placed)
+	if err != nil {
+		return round.Output{}, err
+	}
+	in.Groups = groups
+	if h.wave > 0 {
+		if h.wave == 1 {
+			h.changedAt = now
+		}
+		h.approve(now)
+		for name, w := range h.in.Fail {
+			if w == h.wave {
+				h.byName[name].Frozen = true
+			}
+		}
+	}
 	reads := round.ReadsOf(in)
 	in.Members = make(map[string]round.Observed, len(reads.Clusters))
 	for _, name := range reads.Clusters {
@@ -204,7 +227,44 @@ func (h *hub) round() (round.Output, error) {
 	}
 	h.report(in, out)
 	h.fw.Status = out.Status
+	h.recheck = out.Stages != nil && out.Stages.RecheckIn > 0
 	return out, nil
+}
+
+// groups are the decision groups of the placement's decisions over the
+// placed clusters, as its controller cuts them (fleet.DesiredLayout).
+func (h *hub) groups(placed []string) ([]stages.Group, error) {
+	var cs []fleet.Cluster
+	for _, name := range placed {
+		cs = append(cs, fleet.Cluster{Name: name, Labels: h.memberCluster(name).Labels})
+	}
+	l, err := fleet.DesiredLayout(h.placement.Name, cs, h.placement.Spec.DecisionStrategy.GroupStrategy)
+	if err != nil {
+		return nil, fmt.Errorf("the placement's decision groups: %w", err)
+	}
+	decisions := make([]fleetv1alpha1.PlacementDecision, 0, len(l.Slices))
+	for _, sl := range l.Slices {
+		d := fleetv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: sl.Name, Labels: sl.Labels}}
+		for _, c := range sl.Clusters {
+			d.Status.Decisions = append(d.Status.Decisions, fleetv1alpha1.ClusterDecision{ClusterName: c})
+		}
+		decisions = append(decisions, d)
+	}
+	return round.DecisionGroups(decisions), nil
+}
+
+// approve approves the stage gate the workload waits at once Input.Approve
+// says so, as kubectl lockstep approve would: the annotation names the
+// revision and the gate.
+func (h *hub) approve(now time.Time) {
+	g := h.fw.Status.Gate
+	if g == nil {
+		return
+	}
+	if at, ok := h.in.Approve[g.Name]; ok && !now.Before(h.changedAt.Add(at)) {
+		h.fw.Annotations = merged(h.fw.Annotations, map[string]string{
+			v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf(h.fw.Status.UpdateRevision, g.Name)})
+	}
 }
 
 // report shows the round to Input.OnRound.
@@ -279,6 +339,14 @@ func (h *hub) pending() bool {
 		c := meta.FindStatusCondition(h.memberCluster(name).Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 		if last.Sub(c.LastTransitionTime.Time) < timeout {
 			return true
+		}
+	}
+	if h.recheck {
+		return true
+	}
+	if g := h.fw.Status.Gate; g != nil {
+		if _, ok := h.in.Approve[g.Name]; ok && h.fw.Annotations[v1alpha1.AnnotationApprovedRevision] != v1alpha1.ApprovalOf(h.fw.Status.UpdateRevision, g.Name) {
+			return true // to be approved
 		}
 	}
 	return slices.ContainsFunc(h.members, func(m *fleetsim.Member) bool { return m.ReportsInFlight() })

@@ -71,6 +71,9 @@ func WriteText(w io.Writer, in Input, r Result) error {
 		b.WriteString("  hands: AVAILABLE and UNITS count the clusters the hub reaches, against the floor less the shares it\n")
 		b.WriteString("  still holds for the clusters it cannot reach.\n")
 	}
+	if st := in.Workload.Spec.RolloutStrategy.Stages; st != nil {
+		b.WriteString("\n" + stagesText(in, r, st))
+	}
 	b.WriteString("\n")
 	b.WriteString(r.summary(in))
 	_, err := io.WriteString(w, b.String())
@@ -146,6 +149,10 @@ func (r Result) summary(in Input) string {
 		fmt.Fprintf(&b, "Result: Violation. %s\n", strings.Join(r.Breaches, "; "))
 	case r.Stuck != "":
 		fmt.Fprintf(&b, "Result: Stuck after %d waves: the hub cannot plan a round (%s).\n", n, r.Stuck)
+	case r.Halted:
+		fmt.Fprintf(&b, "Result: Halted after %d waves: %s\n", n, progressingMessage(r.Status))
+	case r.Held:
+		fmt.Fprintf(&b, "Result: Stuck after %d waves, held by design: %s\n", n, progressingMessage(r.Status))
 	case r.Done && n == 0:
 		b.WriteString("Result: Nothing moves: every member at rest on the current FederatedWorkload already runs what the new one asks.\n")
 	case r.Done && r.IdealWaves() == 0:
@@ -216,4 +223,36 @@ func plural(n int, noun string) string {
 		return noun
 	}
 	return noun + "s"
+}
+
+// stagesText is the stages' timeline: the waves at which where the stages
+// stand changed, and the stages' phases at the end.
+func stagesText(in Input, r Result, st *fleetv1alpha1.RolloutStages) string {
+	var b strings.Builder
+	kind := st.Type
+	if kind == "" {
+		kind = fleetv1alpha1.StagesAll
+	}
+	fmt.Fprintf(&b, "Stages (%s", kind)
+	if st.MinSuccessTime.Duration > 0 {
+		fmt.Fprintf(&b, ", minSuccessTime %s", st.MinSuccessTime.Duration)
+	}
+	if st.ProgressDeadline.Duration > 0 {
+		fmt.Fprintf(&b, ", progressDeadline %s", st.ProgressDeadline.Duration)
+	}
+	if st.Gate != nil {
+		b.WriteString(", a gate after each stage")
+	}
+	b.WriteString("):\n")
+	last := ""
+	for i, w := range r.Waves {
+		if w.Stages != last {
+			fmt.Fprintf(&b, "  wave %d (%s): %s\n", i+1, time.Duration(i)*in.Startup, w.Stages)
+			last = w.Stages
+		}
+	}
+	for _, s := range r.Status.Stages {
+		fmt.Fprintf(&b, "  %-12s %-16s %s\n", s.Name, s.Phase, strings.Join(s.Clusters, " "))
+	}
+	return b.String()
 }

@@ -73,7 +73,7 @@ func stagesSpec(fw *fleetv1alpha1.FederatedWorkload) *stages.Spec {
 func planStaged(in Input, revision string, members []align.Member, strategy align.Strategy) (align.Plan, *stages.Plan, error) {
 	fw := in.Workload
 	spec := stagesSpec(fw)
-	if spec == nil {
+	if spec == nil || !rollingOut(fw, revision, members) {
 		p, err := align.Align(strategy, members)
 		return p, nil, err
 	}
@@ -110,6 +110,16 @@ func planStaged(in Input, revision string, members []align.Member, strategy alig
 		}
 	}
 	return p, &walk, nil
+}
+
+// rollingOut: the stages apply. They do to a rollout under way (some member
+// runs units of another revision), until it ends, and not to a new
+// workload's first members, which replace nothing.
+func rollingOut(fw *fleetv1alpha1.FederatedWorkload, revision string, members []align.Member) bool {
+	if fw.Status.UpdateRevision == revision && len(fw.Status.Stages) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(members, func(m align.Member) bool { return m.Status.Replicas+m.Status.Terminating > m.Status.Updated })
 }
 
 func hold(members []align.Member, staged, active map[string]bool) {
@@ -187,8 +197,8 @@ func stageProgress(prog metav1.Condition, walk *stages.Plan) metav1.Condition {
 			failed = append(failed, s.Failed...)
 		}
 		prog.Status, prog.Reason = metav1.ConditionFalse, string(fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded)
-		prog.Message = fmt.Sprintf("halted: %d clusters failed their stage's progressDeadline (%s), more than maxFailures %d allows; no further stage starts until the template or the stages change",
-			walk.Failures, strings.Join(failed, ", "), walk.MaxFailures)
+		prog.Message = fmt.Sprintf("halted: %s failed their stage's progressDeadline (%s), more than maxFailures %d allows; no further stage starts until the template or the stages change",
+			plural(walk.Failures, "cluster"), strings.Join(failed, ", "), walk.MaxFailures)
 	case walk.Gate != nil && prog.Reason != string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused) &&
 		prog.Reason != string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict):
 		v := walk.Gate.Verdict
@@ -213,11 +223,6 @@ func metaTime(t time.Time) *metav1.Time {
 	}
 	mt := metav1.NewTime(t)
 	return &mt
-}
-
-// stagesDone: every stage succeeded, or the walk halted.
-func stagesDone(walk *stages.Plan) bool {
-	return walk.Halted || !slices.ContainsFunc(walk.Stages, func(s stages.Stage) bool { return s.Phase != stages.Succeeded })
 }
 
 // stagesMessage names the stages not yet succeeded and where they stand.

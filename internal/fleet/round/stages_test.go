@@ -279,7 +279,7 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: %v", r, err)
 			}
-			if out.Plan.Done && stagesDone(out.Stages) {
+			if out.Plan.Done && out.Stages.Finished() {
 				endOf(t, h, tmpl.Revision, out.Plan, replicas, partition, "")
 				return
 			}

@@ -91,7 +91,7 @@ func summarize(unit string, replicas int32, paused bool, views []MemberView, pla
 		prog.Status, prog.Reason = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for %s", s.Updated, plan.AllowedUpdated, unit, waitsMessage(waits, "the members to act on their grants"))
 	}
-	if walk != nil && prog.Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) && !stagesDone(walk) {
+	if walk != nil && prog.Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) && !walk.Finished() {
 		prog.Status, prog.Reason = metav1.ConditionTrue, string(fleetv1alpha1.FederatedWorkloadReasonRolloutInProgress)
 		prog.Message = fmt.Sprintf("%d of %d %ss updated; waiting for the stages: %s", s.Updated, plan.AllowedUpdated, unit, stagesMessage(walk))
 	}

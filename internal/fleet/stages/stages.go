@@ -123,6 +123,11 @@ type Plan struct {
 	Gate *GateWait
 }
 
+// Finished: every stage succeeded, or the walk halted.
+func (p *Plan) Finished() bool {
+	return p.Halted || !slices.ContainsFunc(p.Stages, func(s Stage) bool { return s.Phase != Succeeded })
+}
+
 // Cut is the stages' clusters, in order.
 func Cut(s Spec, groups []Group) ([]Stage, error) {
 	gs := slices.Clone(groups)
