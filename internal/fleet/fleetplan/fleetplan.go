@@ -472,4 +472,3 @@ func stagesLine(out round.Output) string {
 	}
 	return line
 }
-
