@@ -29,7 +29,51 @@ func RenderFederated(w io.Writer, fw *fleetv1alpha1.FederatedWorkload, o Options
 	f.header()
 	f.waitingOn()
 	f.tree()
+	f.stages()
 	return b.Flush()
+}
+
+// stages lists the rollout's stages, when it has any: each stage's phase and
+// clusters, and what the gate after the one waiting waits for.
+func (f *fleetRenderer) stages() {
+	st := f.fw.Spec.RolloutStrategy.Stages
+	if st == nil || len(f.fw.Status.Stages) == 0 {
+		return
+	}
+	kind := st.Type
+	if kind == "" {
+		kind = fleetv1alpha1.StagesAll
+	}
+	f.printf("\n%s\n", f.paint(bold, fmt.Sprintf("Stages (%s)", kind)))
+	rows := make([][]cell, 0, len(f.fw.Status.Stages))
+	for _, s := range f.fw.Status.Stages {
+		icon, style := "·", dim
+		switch s.Phase {
+		case fleetv1alpha1.StageSucceeded:
+			icon, style = "✔", green
+		case fleetv1alpha1.StageFailed:
+			icon, style = "✖", red
+		case fleetv1alpha1.StageProgressing, fleetv1alpha1.StageSoaking, fleetv1alpha1.StageAwaitingApproval:
+			icon, style = "◐", yellow
+		}
+		note := ""
+		if len(s.FailedClusters) > 0 {
+			note = "failed: " + strings.Join(s.FailedClusters, ", ")
+		}
+		if g := f.fw.Status.Gate; g != nil && (s.Phase == fleetv1alpha1.StageAwaitingApproval || s.Phase == fleetv1alpha1.StageSoaking) && g.Name == "stage-"+s.Name {
+			note = fmt.Sprintf("gate %s: %s", g.Name, g.Reason)
+			if g.Reason == v1alpha1.ReasonAwaitingApproval {
+				note += fmt.Sprintf(" (kubectl lockstep approve fw/%s)", f.fw.Name)
+			}
+			if a := g.Analysis; a != nil {
+				note += fmt.Sprintf("; last analysis %s %s", a.Phase, a.Value)
+			}
+		}
+		rows = append(rows, []cell{{text: icon, style: style}, {text: s.Name}, {text: string(s.Phase)}, {text: strings.Join(s.Clusters, " ")}, {text: note}})
+	}
+	for _, line := range f.columns(rows) {
+		f.printf("  %s\n", strings.TrimRight(line, " "))
+	}
 }
 
 type fleetRenderer struct {
@@ -182,7 +226,7 @@ func (f *fleetRenderer) header() {
 			// The paused message lists the members' waits, which the tree shows.
 			msg = "spec.rolloutStrategy.paused is true: no member starts a new replacement"
 		}
-		if phase == "Held" {
+		if phase == "Held" && prog.Reason == string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) {
 			msg += fmt.Sprintf("; partition %d keeps the rest on the old revision", fw.Spec.RolloutStrategy.Partition)
 		}
 		if msg != "" {

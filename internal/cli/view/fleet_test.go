@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // golden compares got with testdata/NAME.golden, rewriting it with -update.
@@ -151,6 +152,29 @@ func fleetTroubled() *fleetv1alpha1.FederatedWorkload {
 	return fw
 }
 
+// fleetStaged: web rolled group by group: the canary's stage done and its
+// gate awaiting approval, the other groups held.
+func fleetStaged() *fleetv1alpha1.FederatedWorkload {
+	fw := federated("web", deploymentTemplate, 9, intstr.FromInt32(2), intstr.FromInt32(1))
+	fw.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup, Gate: &v1alpha1.Gate{Approval: true}}
+	fw.Status.Clusters = []fleetv1alpha1.FederatedClusterStatus{
+		member("canary-1", 3, 3, 3, 3, grant{Started: true, Paused: true, MaxUnavailable: 1}, ""),
+		member("eu-1", 3, 3, 0, 3, grant{}, "its stage has not started"),
+		member("us-1", 3, 3, 0, 3, grant{}, "its stage has not started"),
+	}
+	sum(fw)
+	fw.Status.Stages = []fleetv1alpha1.StageStatus{
+		{Name: "canary-0", Clusters: []string{"canary-1"}, Phase: fleetv1alpha1.StageAwaitingApproval},
+		{Name: "group-1", Clusters: []string{"eu-1"}, Phase: fleetv1alpha1.StagePending},
+		{Name: "group-2", Clusters: []string{"us-1"}, Phase: fleetv1alpha1.StagePending},
+	}
+	fw.Status.Gate = &v1alpha1.GateStatus{Name: "stage-canary-0", Reason: v1alpha1.ReasonAwaitingApproval}
+	fw.Status.Conditions = conditions(true, "9 of 9 pods available, at least 7 needed",
+		metav1.ConditionTrue, fleetv1alpha1.FederatedWorkloadReason(v1alpha1.ReasonAwaitingApproval),
+		"gate stage-canary-0 awaits approval of revision 9d2tjtk42n (kubectl lockstep approve, or the annotation lockstep.dev/approved-revision=9d2tjtk42n@stage-canary-0)", false)
+	return fw
+}
+
 func TestRenderFederated_Golden(t *testing.T) {
 	cases := []struct {
 		name string
@@ -161,6 +185,7 @@ func TestRenderFederated_Golden(t *testing.T) {
 		{"fleet-mid-rollout-color", fleetMidRollout, Options{Color: true}},
 		{"fleet-paused", fleetPaused, Options{}},
 		{"fleet-stale-lost-conflict", fleetTroubled, Options{}},
+		{"fleet-stages-awaiting-approval", fleetStaged, Options{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
