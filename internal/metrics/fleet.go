@@ -24,6 +24,8 @@ import (
 type Fleet struct {
 	Reader  client.Reader
 	Elected func() bool
+	// Now is the clock of the gate waits; time.Now when nil.
+	Now func() time.Time
 
 	rounds       *fleetRounds
 	scrapeErrors prometheus.Counter
@@ -60,6 +62,12 @@ var (
 	descMemberLost           = newDesc("lockstep_federatedworkload_member_lost",
 		"1 when the last round counted the member lost (unreachable for longer than memberLostTimeoutSeconds: its whole share unavailable), else 0.", memberLabels)
 
+	descFWGateWaiting = newDesc("lockstep_federatedworkload_gate_waiting_seconds",
+		"Seconds the rollout has waited at the stage gate status.gate names; only while it waits. reason is Soaking, AwaitingConditions, AnalysisRunning, AwaitingApproval or AnalysisFailed.",
+		[]string{"namespace", "federatedworkload", "gate", "reason"})
+	descFWStage = newDesc("lockstep_federatedworkload_stage_phase", "1 on the phase each stage of the rollout is in (status.stages).",
+		[]string{"namespace", "federatedworkload", "stage", "phase"})
+
 	descClusterCondition = newDesc("lockstep_membercluster_status_condition", "A MemberCluster's status conditions: 1 on the series whose status is the current one.",
 		[]string{"cluster", "condition", "status", "reason"})
 
@@ -68,6 +76,7 @@ var (
 		descFWMaxUnavailable, descFWMaxSurge, descFWUnavailCharged, descFWSurgeCharged,
 		descMemberDesired, descMemberUpdated, descMemberAvailable, descMemberStarted, descMemberMaxUnavailable,
 		descMemberMaxSurge, descMemberPartition, descMemberWaiting, descMemberCurrent, descMemberLost, descClusterCondition,
+		descFWGateWaiting, descFWStage,
 	}
 )
 
@@ -77,6 +86,13 @@ func NewFleet(reader client.Reader, elected func() bool) *Fleet {
 		Name: "lockstep_fleet_state_scrape_errors_total",
 		Help: "Scrapes whose fleet state could not be read from the hub's cache.",
 	})}
+}
+
+func (f *Fleet) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
 }
 
 // Describe implements prometheus.Collector.
@@ -106,7 +122,7 @@ func (f *Fleet) Collect(ch chan<- prometheus.Metric) {
 	for i := range fws.Items {
 		fw := &fws.Items[i]
 		listed[client.ObjectKeyFromObject(fw)] = fw.UID
-		collectFederatedWorkload(ch, fw, f.rounds.of(fw))
+		collectFederatedWorkload(ch, fw, f.rounds.of(fw), f.now())
 	}
 	f.rounds.keepOnly(listed, listedAt)
 	for i := range mcs.Items {
@@ -115,7 +131,7 @@ func (f *Fleet) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func collectFederatedWorkload(ch chan<- prometheus.Metric, fw *fleetv1alpha1.FederatedWorkload, last *fleetRound) {
+func collectFederatedWorkload(ch chan<- prometheus.Metric, fw *fleetv1alpha1.FederatedWorkload, last *fleetRound, now time.Time) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{fw.Namespace, fw.Name}, labels...)...)
 	}
@@ -126,6 +142,12 @@ func collectFederatedWorkload(ch chan<- prometheus.Metric, fw *fleetv1alpha1.Fed
 	gauge(descFWPaused, boolValue(fw.Spec.RolloutStrategy.Paused))
 	gauge(descFWCurrent, float64(st.Replicas))
 	conditionSeries(ch, descFWCondition, []string{fw.Namespace, fw.Name}, st.Conditions)
+	if g := st.Gate; g != nil {
+		gauge(descFWGateWaiting, max(0, now.Sub(g.ReachedAt.Time).Seconds()), g.Name, string(g.Reason))
+	}
+	for _, s := range st.Stages {
+		gauge(descFWStage, 1, s.Name, string(s.Phase))
+	}
 	if b := last.budgetOf(); b != nil {
 		gauge(descFWMaxUnavailable, float64(b.maxUnavailable))
 		gauge(descFWMaxSurge, float64(b.maxSurge))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 )
@@ -80,6 +81,31 @@ lockstep_membercluster_status_condition{cluster="eu-1",condition="Ready",reason=
 		"lockstep_federatedworkload_member_replicas_updated", "lockstep_federatedworkload_member_grant_max_unavailable",
 		"lockstep_federatedworkload_member_waiting", "lockstep_federatedworkload_replicas_updated",
 		"lockstep_federatedworkload_status_condition", "lockstep_membercluster_status_condition"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rollout at a stage gate reports how long it has waited there and where
+// each stage stands.
+func TestFleet_ReportsTheStageGateWaitAndTheStages(t *testing.T) {
+	fw := web()
+	reached := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	fw.Status.Stages = []fleetv1alpha1.StageStatus{
+		{Name: "canary-0", Phase: fleetv1alpha1.StageAwaitingApproval}, {Name: "group-1", Phase: fleetv1alpha1.StagePending}}
+	fw.Status.Gate = &v1alpha1.GateStatus{Name: "stage-canary-0", Reason: v1alpha1.ReasonAwaitingApproval, ReachedAt: metav1.NewTime(reached)}
+	f := newFleet(t, true, fw)
+	f.Now = func() time.Time { return reached.Add(90 * time.Second) }
+	want := `
+# HELP lockstep_federatedworkload_gate_waiting_seconds Seconds the rollout has waited at the stage gate status.gate names; only while it waits. reason is Soaking, AwaitingConditions, AnalysisRunning, AwaitingApproval or AnalysisFailed.
+# TYPE lockstep_federatedworkload_gate_waiting_seconds gauge
+lockstep_federatedworkload_gate_waiting_seconds{federatedworkload="web",gate="stage-canary-0",namespace="serving",reason="AwaitingApproval"} 90
+# HELP lockstep_federatedworkload_stage_phase 1 on the phase each stage of the rollout is in (status.stages).
+# TYPE lockstep_federatedworkload_stage_phase gauge
+lockstep_federatedworkload_stage_phase{federatedworkload="web",namespace="serving",phase="AwaitingApproval",stage="canary-0"} 1
+lockstep_federatedworkload_stage_phase{federatedworkload="web",namespace="serving",phase="Pending",stage="group-1"} 1
+`
+	if err := testutil.CollectAndCompare(f, strings.NewReader(want),
+		"lockstep_federatedworkload_gate_waiting_seconds", "lockstep_federatedworkload_stage_phase"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -174,6 +174,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// a workload older than the last status written (a cache that trails
 	// the hub's own writes: an older status charges a member less than it
 	// may use) fails here on its resourceVersion, before it sends anything.
+	stagesBefore := fw.Status.Stages
+	if fw.Status.UpdateRevision != out.Status.UpdateRevision {
+		stagesBefore = nil // another rollout's
+	}
 	setStatus := func(fw *fleetv1alpha1.FederatedWorkload) { fw.Status = out.Status }
 	writeStatus := write.Status[fleetv1alpha1.FederatedWorkload]
 	if len(out.Writes) > 0 {
@@ -190,6 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// A failed member write is retried by the next round, which reads what
 	// is there.
 	writeErr := r.writeMembers(ctx, conns, out.Writes)
+	recordStages(stagesBefore, out.Status.Stages)
 	r.record(ctx, &fw, out.Events)
 	lockstepmetrics.RecordFleetRound(&fw, &out)
 	if len(out.Unwritable) > 0 {
