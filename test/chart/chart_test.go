@@ -28,6 +28,7 @@ var valueCases = []struct {
 	{"monitoring", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true", "metrics.dashboard.enabled=true"}},
 	{"scheduling", []string{"nodeSelector.node-role\\.kubernetes\\.io/control-plane=", "tolerations[0].key=node-role.kubernetes.io/control-plane", "tolerations[0].effect=NoSchedule", "priorityClassName=system-cluster-critical", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=100", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=kubernetes.io/hostname"}},
 	{"hub", []string{"hub.enabled=true"}},
+	{"hub-analysis", []string{"hub.enabled=true", "hub.analysis.prometheusAddresses[0]=http://prometheus.monitoring:9090", "hub.analysis.webhookURLPrefixes[0]=https://gates.example.com/lockstep"}},
 }
 
 func TestLint_StrictOverEveryValueCase(t *testing.T) {
