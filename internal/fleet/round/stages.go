@@ -112,11 +112,17 @@ func planStaged(in Input, revision string, members []align.Member, strategy alig
 	return p, &walk, nil
 }
 
-// rollingOut: the stages apply. They do to a rollout under way (some member
-// runs units of another revision), until it ends, and not to a new
-// workload's first members, which replace nothing.
+// rollingOut: the stages apply. They do to a rollout from one template
+// revision to another, from its first round (the status reports the revision
+// before) until it ends, and not to a new workload's first members, which
+// replace nothing (nor to a rollout under way when the stages were set: they
+// apply from the next template change). With the status lost, a rollout is
+// under way where a member runs units of another revision.
 func rollingOut(fw *fleetv1alpha1.FederatedWorkload, revision string, members []align.Member) bool {
-	if fw.Status.UpdateRevision == revision && len(fw.Status.Stages) > 0 {
+	switch was := fw.Status.UpdateRevision; {
+	case was == revision:
+		return len(fw.Status.Stages) > 0
+	case was != "":
 		return true
 	}
 	return slices.ContainsFunc(members, func(m align.Member) bool { return m.Status.Replicas+m.Status.Terminating > m.Status.Updated })
@@ -197,7 +203,7 @@ func stageProgress(prog metav1.Condition, walk *stages.Plan) metav1.Condition {
 			failed = append(failed, s.Failed...)
 		}
 		prog.Status, prog.Reason = metav1.ConditionFalse, string(fleetv1alpha1.FederatedWorkloadReasonMaxFailuresExceeded)
-		prog.Message = fmt.Sprintf("halted: %s failed their stage's progressDeadline (%s), more than maxFailures %d allows; no further stage starts until the template or the stages change",
+		prog.Message = fmt.Sprintf("halted: %s past their stage's progressDeadline (%s), more than maxFailures %d allows; no further stage starts until the template or the stages change",
 			plural(walk.Failures, "cluster"), strings.Join(failed, ", "), walk.MaxFailures)
 	case walk.Gate != nil && prog.Reason != string(fleetv1alpha1.FederatedWorkloadReasonRolloutPaused) &&
 		prog.Reason != string(fleetv1alpha1.FederatedWorkloadReasonMemberObjectConflict):

@@ -301,3 +301,26 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 		t.Fatalf("no end after %d rounds: %+v:%s", maxWipeRounds, out.Status.Stages, h.layout(tmpl.Revision))
 	})
 }
+
+// A new workload's first members replace nothing: its stages do not hold
+// them, and it settles without waiting at a gate. Its next template change
+// walks the stages.
+func TestPlan_ANewWorkloadIsNotHeldByItsStages(t *testing.T) {
+	fw := simWorkload(member.Deployment, "web:1", 6, 1, 1, nil)
+	fw.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		Gate: &v1alpha1.Gate{Approval: true}}
+	h := stagedHub(fw, []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1"}}})
+	if err := h.rest(); err != nil {
+		t.Fatalf("a new staged workload did not settle: %v: %+v", err, h.fw.Status.Stages)
+	}
+	if st := h.fw.Status; len(st.Stages) != 0 || st.Gate != nil || progressing(st).Reason != string(fleetv1alpha1.FederatedWorkloadReasonRolloutComplete) {
+		t.Fatalf("settled with stages %+v, gate %+v, progressing %+v", st.Stages, st.Gate, progressing(st))
+	}
+	to := simWorkload(member.Deployment, "web:2", 6, 1, 1, nil)
+	to.Spec.RolloutStrategy.Stages = fw.Spec.RolloutStrategy.Stages
+	to.Generation, to.Status = 2, h.fw.Status
+	h.fw = to
+	if out := h.playRound(t); len(out.Status.Stages) != 2 || out.Status.Stages[1].Phase != fleetv1alpha1.StagePending {
+		t.Fatalf("the template change walks no stages: %+v", out.Status.Stages)
+	}
+}

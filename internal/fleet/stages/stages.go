@@ -250,6 +250,7 @@ func Walk(in Input) (Plan, error) {
 		switch {
 		case p.Failures > p.MaxFailures:
 			st.Phase, st.FinishedAt, p.Halted = Failed, finished(was.FinishedAt, in.Now), true
+			st.CompleteSince, st.CompletedAt = time.Time{}, time.Time{}
 		case soaked:
 			st.CompletedAt = finished(was.CompletedAt, in.Now)
 			if i < len(stages)-1 && in.Gate != nil {
