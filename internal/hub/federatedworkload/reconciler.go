@@ -161,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.measure(ctx, &fw)
+	in.Workload = r.measured(ctx, &fw)
 	out := round.Plan(in)
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("round planned", out.LogValues()...)

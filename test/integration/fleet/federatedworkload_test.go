@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/analysis"
 	"github.com/lockstep-dev/lockstep/internal/hub/federatedworkload"
 	"github.com/lockstep-dev/lockstep/internal/hub/membercluster"
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
@@ -137,6 +138,7 @@ func (f *fedFleet) startHub() {
 		return (&federatedworkload.Reconciler{
 			Client: mgr.GetClient(), Members: fwMembers, Recorder: mgr.GetEventRecorder("test-federatedworkload"),
 			RolloutPoll: 200 * time.Millisecond, Resync: time.Second,
+			Analysis: &analysis.Measurer{PrometheusAddresses: []string{prom.Address}},
 		}).SetupWithManager(mgr)
 	})
 }

@@ -5,7 +5,9 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +33,21 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// prom is a real Prometheus scraping exporter: stage gates' analyses query it.
+var (
+	prom     *testenv.Prometheus
+	exporter testenv.Exporter
+)
+
 func run(m *testing.M) int {
+	target := httptest.NewServer(&exporter)
+	defer target.Close()
 	var err error
+	if prom, err = testenv.StartPrometheus(strings.TrimPrefix(target.URL, "http://")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = prom.Stop() }()
 	if hubEnv, err = testenv.StartHub(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
