@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 	"github.com/lockstep-dev/lockstep/internal/planview"
 	"github.com/lockstep-dev/lockstep/internal/revision"
 	"github.com/lockstep-dev/lockstep/internal/simulate"
@@ -40,9 +41,11 @@ type planOptions struct {
 	seed    uint64
 	fails   []string
 	approve []string
-	grace   time.Duration
-	output  string
-	svg     string
+	// analyses are scripted results of gates' analyses, GATE=pass|fail@TIME
+	analyses []string
+	grace    time.Duration
+	output   string
+	svg      string
 	// clusters are the members of a FederatedWorkload plan; late and lose
 	// the members whose status reaches the hub late and those it loses.
 	clusters, late, lose []string
@@ -156,6 +159,8 @@ func buildPlanCommand(stdin io.Reader, exit func(int)) *cobra.Command {
 		"Inject a fault: role=ROLE,after=N makes the N-th unit created for ROLE (a clique or scaling group) never become ready; for FederatedWorkloads, CLUSTER@WAVE: the cluster's new units never start from that wave on. Repeatable.")
 	f.StringArrayVar(&o.approve, "approve", nil,
 		"Approve a gate at a simulated time, GATE@TIME (replicas-1@10m, replica-0-step-1@90s, a fleet's stage-canary-0@5m), as `kubectl lockstep approve` would. Repeatable.")
+	f.StringArrayVar(&o.analyses, "analysis", nil,
+		"The result of a gate's analysis, GATE=pass@TIME or GATE=fail@TIME (replicas-1=fail@5m, stage-canary-0=pass@10m): what it measures once it measures at or after that simulated time. A failed one applies the gate's onFailure. Repeatable.")
 	f.DurationVar(&o.grace, "grace", 0, "How long a deleted pod takes to go away.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text or json.")
 	f.StringVar(&o.svg, "svg", "", "Also write an SVG chart of available and updated units per role (per cluster for a FederatedWorkload) over time to this file.")
@@ -274,6 +279,14 @@ func (o *planOptions) input(stdin io.Reader, stderr io.Writer) (planview.Input, 
 			continue
 		}
 		in.Approvals = append(in.Approvals, approval)
+	}
+	for _, a := range o.analyses {
+		result, err := parseAnalysis(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.Analyses = append(in.Analyses, result)
 	}
 	if len(errs) > 0 {
 		return in, errs
@@ -506,6 +519,27 @@ func parseApproval(s string) (simulate.Approval, error) {
 		return simulate.Approval{}, fmt.Errorf("lockstep plan: --approve %q: want GATE@TIME, a gate as status.updateProgress.gate names it and a time from the start (replicas-1@10m)", s)
 	}
 	return simulate.Approval{At: d, Gate: gate}, nil
+}
+
+// parseAnalysis reads GATE=pass|fail@TIME.
+func parseAnalysis(s string) (gate.Scripted, error) {
+	bad := fmt.Errorf("lockstep plan: --analysis %q: want GATE=pass@TIME or GATE=fail@TIME, a gate's analysis result once it measures at or after that time from the start (replicas-1=fail@5m)", s)
+	name, rest, ok := strings.Cut(s, "=")
+	result, at, ok2 := strings.Cut(rest, "@")
+	d, err := time.ParseDuration(at)
+	if !ok || !ok2 || name == "" || err != nil || d < 0 {
+		return gate.Scripted{}, bad
+	}
+	r := gate.Scripted{Gate: name, At: d}
+	switch result {
+	case "pass":
+		r.Phase = v1alpha1.AnalysisPassed
+	case "fail":
+		r.Phase = v1alpha1.AnalysisFailed
+	default:
+		return gate.Scripted{}, bad
+	}
+	return r, nil
 }
 
 func parseFault(s string) (simulate.Fault, error) {

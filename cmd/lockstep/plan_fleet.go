@@ -140,6 +140,14 @@ func (o *planOptions) faults(in *fleetplan.Input) []error {
 		}
 		in.Approve[approval.Gate] = approval.At
 	}
+	for _, a := range o.analyses {
+		result, err := parseAnalysis(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.Analyses = append(in.Analyses, result)
+	}
 	return errs
 }
 
@@ -186,7 +194,7 @@ func (o *planOptions) readFleetInput(stdin io.Reader) (fleetplan.Input, fleetObj
 		errs = append(errs, fmt.Errorf("lockstep plan: --output %q: FederatedWorkloads are shown as text (and --svg)", o.output))
 	}
 	if o.jitter != "0" || o.grace != 0 {
-		errs = append(errs, errors.New("lockstep plan: --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster, --startup, --late, --lose, --fail and --approve"))
+		errs = append(errs, errors.New("lockstep plan: --jitter and --grace apply to PodCliqueSets; a FederatedWorkload plan takes --cluster, --startup, --late, --lose, --fail, --approve and --analysis"))
 	}
 	if o.startup <= 0 {
 		errs = append(errs, fmt.Errorf("lockstep plan: --startup %s: must be positive", o.startup))

@@ -194,6 +194,37 @@ func TestPlan_GatesHoldUntilTheScriptedApprovals(t *testing.T) {
 	}
 }
 
+// --analysis scripts what a gate's analysis measures: a pass opens it, a
+// failure holds the rollout (onFailure Pause, exit 1) or rolls it back
+// (Rollback: complete on the revision it came from).
+func TestPlan_GatesTakeTheScriptedAnalyses(t *testing.T) {
+	analysis := func(onFailure string) string {
+		return "  replicas: 2\n  updateStrategy: {gate: {onFailure: " + onFailure +
+			", analysis: {prometheus: {address: 'http://prometheus:9090', query: up, successCondition: 'result > 0'}}}}\n  template:"
+	}
+	for _, tc := range []struct {
+		onFailure, result string
+		code              int
+		want              string
+	}{
+		{"Pause", "replicas-1=pass@5m", 0, "Result: Complete. Every unit runs"},
+		{"Pause", "replicas-1=fail@5m", 1, "Result: Stuck. AnalysisFailed"},
+		{"Rollback", "replicas-1=fail@5m", 0, "Result: Complete. Rolled back: a gate's analysis failed"},
+	} {
+		from := writeVariant(t, "from.yaml", "  replicas: 2\n  template:", analysis(tc.onFailure))
+		to := writeVariant(t, "to.yaml", "  replicas: 2\n  template:", analysis(tc.onFailure), "lockstep-examples/llm-engine:v1", "lockstep-examples/llm-engine:v2")
+		code, out, errOut := plan(t, "", "-f", from, "-f", to, "--analysis", tc.result)
+		if code != tc.code || !strings.Contains(out, tc.want) || !strings.Contains(out, "analyses: "+strings.Replace(strings.Replace(tc.result, "=pass@", " Passed at ", 1), "=fail@", " Failed at ", 1)+"0s") {
+			t.Errorf("%s, %s: exit %d, want %d and %q\n%s\n%s", tc.onFailure, tc.result, code, tc.code, tc.want, out, errOut)
+		}
+	}
+	for _, bad := range []string{"replicas-1", "replicas-1=maybe@1m", "replicas-1=pass", "=pass@1m"} {
+		if code, _, errOut := plan(t, "", "-f", disaggregated, "-f", newImage(t), "--analysis", bad); code != 2 || !strings.Contains(errOut, "want GATE=pass@TIME") {
+			t.Errorf("--analysis %q: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
+
 func TestPlan_AnUnexplainedStallFails(t *testing.T) {
 	// OnDelete never deletes for an update, so the rollout waits for someone.
 	from := writeVariant(t, "from.yaml", "  replicas: 2\n  template:", "  replicas: 2\n  updateStrategy: {type: OnDelete}\n  template:")

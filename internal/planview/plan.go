@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 	"github.com/lockstep-dev/lockstep/internal/simulate"
 )
@@ -37,6 +38,8 @@ type Input struct {
 	// Approvals approve gates at simulated times, as `kubectl lockstep
 	// approve` would.
 	Approvals []simulate.Approval
+	// Analyses are the scripted results of gates' analyses (--analysis).
+	Analyses []gate.Scripted
 }
 
 // Plan is a simulated rollout with what the renderings need to explain it.
@@ -76,7 +79,7 @@ func Simulate(in Input) *Plan {
 		From: in.From, FromRevision: in.FromRevision,
 		To: in.To, ToRevision: in.ToRevision,
 		Startup: in.Startup, Jitter: in.Jitter, Seed: in.Seed, Grace: in.Grace,
-		Faults: in.Faults, Approvals: in.Approvals,
+		Faults: in.Faults, Approvals: in.Approvals, Analyses: in.Analyses,
 	})
 	return New(in, res)
 }

@@ -628,6 +628,9 @@ func roundDuration(d time.Duration) time.Duration {
 // completeText says what a complete rollout left running: every unit on the new
 // revision, or, held at a partition, the replicas from the partition up.
 func (p *Plan) completeText() string {
+	if p.Result.Outcome.RolledBack {
+		return fmt.Sprintf("Rolled back: a gate's analysis failed (onFailure: Rollback); every unit runs %s again.", p.FromRevision.Name)
+	}
 	ru := p.To.UpdateStrategy.RollingUpdate
 	if ru == nil || ru.Partition == nil || *ru.Partition == 0 {
 		return fmt.Sprintf("Every unit runs %s.", p.ToRevision.Name)
@@ -647,6 +650,9 @@ func (p *Plan) gatesText() string {
 		var checks []string
 		if g.SoakSeconds > 0 {
 			checks = append(checks, fmt.Sprintf("soak %s", time.Duration(g.SoakSeconds)*time.Second))
+		}
+		if g.Analysis != nil {
+			checks = append(checks, "analysis")
 		}
 		if g.Approval {
 			checks = append(checks, "approval")
@@ -674,7 +680,16 @@ func (p *Plan) gatesText() string {
 	for _, a := range p.Approvals {
 		approved = append(approved, fmt.Sprintf("%s at %s", a.Gate, roundDuration(a.At)))
 	}
+	var measured []string
+	for _, a := range p.Analyses {
+		measured = append(measured, fmt.Sprintf("%s %s at %s", a.Gate, a.Phase, roundDuration(a.At)))
+	}
 	text := strings.Join(parts, "; ")
+	if len(measured) > 0 {
+		text += "; analyses: " + strings.Join(measured, ", ")
+	} else if strings.Contains(text, "analysis") {
+		text += "; no analysis result given (--analysis)"
+	}
 	if len(approved) > 0 {
 		text += "; approved: " + strings.Join(approved, ", ")
 	} else if strings.Contains(text, "approval") {

@@ -31,7 +31,9 @@ type checker struct {
 	// approved are the approvals given (revision@checkpoint); started when
 	// each replica first had a unit on the update revision of rev
 	approved map[string]bool
-	started  map[int32]time.Duration
+	// passed are the analyses measured as passed (revision@checkpoint)
+	passed  map[string]bool
+	started map[int32]time.Duration
 }
 
 // roleKey names a role of a replica at one of its template revisions.
@@ -42,12 +44,28 @@ type roleKey struct {
 
 func newChecker() *checker {
 	return &checker{updated: map[roleKey]int32{}, outdated: map[int32]bool{}, prefix: map[int32]int{}, approved: map[string]bool{},
-		started: map[int32]time.Duration{}}
+		passed: map[string]bool{}, started: map[int32]time.Duration{}}
 }
 
 // approve notes an approval of gate in the rollout to rev.
 func (c *checker) approve(rev, gate string) {
 	c.approved[v1alpha1.ApprovalOf(rev, gate)] = true
+}
+
+// pass notes a passed analysis of gate in the rollout to rev.
+func (c *checker) pass(rev, gate string) {
+	c.passed[v1alpha1.ApprovalOf(rev, gate)] = true
+}
+
+// opened counts the checkpoints replicas-N of the rollout to rev in set.
+func opened(set map[string]bool, rev string) int {
+	n := 0
+	for name := range set {
+		if strings.HasPrefix(name, v1alpha1.ApprovalOf(rev, "replicas-")) {
+			n++
+		}
+	}
+	return n
 }
 
 // gates checks that no PodCliqueSet replica started past a closed gate: by
@@ -84,13 +102,12 @@ func (c *checker) gates(s *sim) string {
 		wave = fp.MaxUnavailable + fp.MaxSurge
 	}
 	if g.Approval {
-		n := 0
-		for name := range c.approved {
-			if strings.HasPrefix(name, v1alpha1.ApprovalOf(s.revs.Update.Name, "replicas-")) {
-				n++
-			}
+		if v := first(invariant.CheckReplicaGates(started, wave, opened(c.approved, s.revs.Update.Name))); v != "" {
+			return v
 		}
-		if v := first(invariant.CheckReplicaGates(started, wave, n)); v != "" {
+	} else if g.Analysis != nil {
+		// an analysis alone opens a checkpoint only by passing
+		if v := first(invariant.CheckReplicaGates(started, wave, opened(c.passed, s.revs.Update.Name))); v != "" {
 			return v
 		}
 	}

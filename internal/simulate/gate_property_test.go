@@ -9,6 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
+	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
 // drawGated draws a rollout whose spec has a gate after each PodCliqueSet
@@ -66,6 +68,52 @@ func TestGates_ApprovedInTurnTheRolloutCompletes(t *testing.T) {
 		res := Run(sc)
 		if res.Outcome.Kind != Complete {
 			t.Fatalf("outcome %s: %s\n%s", res.Outcome.Kind, res.Outcome.Reason, strings.Join(lines(res, all), "\n"))
+		}
+	})
+}
+
+// An analysis gate after each replica, given scripted results at random
+// times: no replica starts past a checkpoint whose analysis has not passed
+// (the checker counts passes); with every result a pass the rollout
+// completes; a failure at a checkpoint it stops at holds it (onFailure Pause: Stuck AnalysisFailed) or
+// rolls it back to the revision it came from (Rollback: Complete, rolled
+// back), every budget invariant checked on the way.
+func TestGates_ScriptedAnalysesOpenHoldOrRollBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sc, _ := drawGated(t)
+		policy := rapid.SampledFrom([]v1alpha1.GateFailurePolicy{v1alpha1.GateFailurePause, v1alpha1.GateFailureRollback}).Draw(t, "onFailure")
+		sc.To.UpdateStrategy.Gate = &v1alpha1.Gate{OnFailure: policy, Analysis: &v1alpha1.GateAnalysis{
+			Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://prometheus:9090", Query: "up", SuccessCondition: "result > 0"}}}
+		fails := map[string]bool{}
+		for n := 1; n < int(*sc.To.Replicas); n++ {
+			phase := v1alpha1.AnalysisPassed
+			if rapid.IntRange(0, 3).Draw(t, "fails") == 0 {
+				phase = v1alpha1.AnalysisFailed
+				fails[fmt.Sprintf("replicas-%d", n)] = true
+			}
+			sc.Analyses = append(sc.Analyses, gate.Scripted{At: time.Duration(rapid.IntRange(0, 7200).Draw(t, "measured at s")) * time.Second,
+				Gate: fmt.Sprintf("replicas-%d", n), Phase: phase})
+		}
+		// a checkpoint the rollout never waits at (a partition, a wide
+		// wave) takes no result: count the failures measured
+		failed := false
+		sc.OnPlan = func(in rollout.SetInput, _ rollout.TreePlan) {
+			if m := in.Measured; m != nil && m.Status.Phase == v1alpha1.AnalysisFailed {
+				if !fails[m.Gate] {
+					t.Fatalf("a failure measured for %s, scripted to pass", m.Gate)
+				}
+				failed = true
+			}
+		}
+		res := Run(sc)
+		out := res.Outcome
+		switch {
+		case out.Kind == Violation:
+			t.Fatalf("violation: %s\n%s", out.Reason, strings.Join(lines(res, all), "\n"))
+		case out.Kind == Stuck && (!failed || policy != v1alpha1.GateFailurePause || !strings.HasPrefix(out.Reason, string(v1alpha1.ReasonAnalysisFailed))):
+			t.Fatalf("stuck: %s", out.Reason)
+		case out.Kind == Complete && out.RolledBack != (failed && policy == v1alpha1.GateFailureRollback):
+			t.Fatalf("complete, rolled back %v, with a failure %v under %s", out.RolledBack, failed, policy)
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
 
@@ -47,6 +48,11 @@ type Scenario struct {
 	Deletions []Deletion
 	// Approvals approve gates, as `kubectl lockstep approve` would.
 	Approvals []Approval
+	// Analyses are scripted results of gates' analyses, in place of the
+	// measurements the operator would take. A failed one applies the gate's
+	// onFailure (a rollback rolls the spec back to From, as the rollback-to
+	// annotation restores the revision the rollout came from).
+	Analyses []gate.Scripted
 	// MaxSteps bounds the number of plans (default 20000); MaxTime bounds
 	// simulated time (default 48h). Hitting either ends the run as Stuck.
 	MaxSteps int
@@ -189,6 +195,10 @@ type Outcome struct {
 	// FaultsFired counts faults that took effect; a Stuck run with faults fired
 	// is explained by them.
 	FaultsFired int `json:"faultsFired"`
+	// RolledBack: a gate's failed analysis rolled the rollout back (its
+	// onFailure is Rollback); a Complete run then ends on the revision it
+	// came from.
+	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
 // RoleFigure is one number for one role.
@@ -261,6 +271,10 @@ type sim struct {
 	changes []Change
 	dels    []Deletion
 	approvs []Approval
+	// analyses are the scripted results not yet measured; rolledBack: a
+	// failed analysis rolled the rollout back.
+	analyses   []gate.Scripted
+	rolledBack bool
 	// approved is the approval annotation; gateRecheck when the last plan's
 	// gate may open by itself (0: never)
 	approved    string
@@ -296,6 +310,8 @@ func newSim(sc Scenario) *sim {
 	slices.SortStableFunc(s.dels, func(a, b Deletion) int { return int(a.At - b.At) })
 	s.approvs = slices.Clone(sc.Approvals)
 	slices.SortStableFunc(s.approvs, func(a, b Approval) int { return int(a.At - b.At) })
+	s.analyses = slices.Clone(sc.Analyses)
+	slices.SortStableFunc(s.analyses, func(a, b gate.Scripted) int { return int(a.At - b.At) })
 	s.check = newChecker()
 	return s
 }
@@ -326,6 +342,14 @@ func (s *sim) run() {
 		}
 		s.prog = tree.Set.Status.Progress
 		s.gateRecheck = tree.Set.Status.GateRecheckIn
+		if g := s.prog.Gate; g != nil && g.Reason == v1alpha1.ReasonAnalysisRunning {
+			// only a scripted result measures it, at its own time (nextEvent)
+			s.gateRecheck = 0
+		}
+		if tree.Set.Status.Rollback && !s.rolledBack {
+			s.rollBack()
+			continue
+		}
 		if tree.Set.Status.CurrentRevision == s.revs.Update.Name {
 			s.revs.Current = s.revs.Update
 		}
@@ -343,7 +367,7 @@ func (s *sim) run() {
 				s.outcome = Outcome{Kind: Violation, Reason: v}
 				return
 			}
-			s.outcome = Outcome{Kind: Complete}
+			s.outcome = Outcome{Kind: Complete, RolledBack: s.rolledBack}
 			return
 		}
 		s.endInstant()
@@ -375,7 +399,33 @@ func stuckReason(tree rollout.TreePlan) string {
 
 func (s *sim) input() rollout.SetInput {
 	return rollout.SetInput{Spec: s.spec, Revisions: s.revs, Replicas: s.model.observe(s.spec.MinReadySeconds, s.clock()),
-		Previous: s.prog, Now: s.clock(), Approved: s.approved}
+		Previous: s.prog, Now: s.clock(), Approved: s.approved, Measured: s.measure()}
+}
+
+// measure is the scripted result of the analysis the last plan waits for,
+// once it is due; nil when there is none.
+func (s *sim) measure() *rollout.GateMeasurement {
+	g := s.prog.Gate
+	if g == nil || g.Reason != v1alpha1.ReasonAnalysisRunning {
+		return nil
+	}
+	var m *v1alpha1.AnalysisStatus
+	if m, s.analyses = gate.TakeScripted(s.analyses, g.Name, s.now, s.clock()); m == nil {
+		return nil
+	}
+	if m.Phase == v1alpha1.AnalysisPassed {
+		s.check.pass(s.revs.Update.Name, g.Name)
+	}
+	return &rollout.GateMeasurement{Gate: g.Name, Status: *m}
+}
+
+// rollBack rolls the rollout back to the revision it came from, as the
+// operator does for a failed analysis whose onFailure is Rollback.
+func (s *sim) rollBack() {
+	s.rolledBack = true
+	s.revs.History = append(s.revs.History, s.revs.Update)
+	s.revs.Update = s.revs.Current
+	s.spec = s.sc.From
 }
 
 // applyDue applies spec changes and hand deletions due by now.
@@ -480,6 +530,12 @@ func (s *sim) nextEvent() (time.Duration, bool) {
 	}
 	if len(s.approvs) > 0 {
 		consider(Epoch.Add(max(s.approvs[0].At, s.now+1)))
+	}
+	if g := s.prog.Gate; g != nil && g.Reason == v1alpha1.ReasonAnalysisRunning {
+		// the result scripted for the analysis waited for
+		if i := slices.IndexFunc(s.analyses, func(a gate.Scripted) bool { return a.Gate == g.Name }); i >= 0 {
+			consider(Epoch.Add(max(s.analyses[i].At, s.now+1)))
+		}
 	}
 	if s.gateRecheck > 0 {
 		consider(s.clock().Add(s.gateRecheck))

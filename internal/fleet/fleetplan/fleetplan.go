@@ -26,6 +26,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
 // MaxWaves bounds a simulation: a rollout that is not done by then is stuck.
@@ -79,6 +80,9 @@ type Input struct {
 	// Approve are the stage gates approved, by gate name (stage-<stage>), at
 	// a time from the change, as `kubectl lockstep approve fw/NAME` would.
 	Approve map[string]time.Duration
+	// Analyses are scripted results of stage gates' analyses, in place of the
+	// hub's measurements; time counts from the change.
+	Analyses []gate.Scripted
 	// Fail are the clusters whose new units never start, by the wave (from
 	// 1) from which on: a cluster whose new pods cannot be scheduled. Its
 	// stage's progressDeadline counts it failed.

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetsim"
 	"github.com/lockstep-dev/lockstep/internal/fleet/round"
 	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
 // epoch is the simulated clock's start; a round is one start-up time later
@@ -51,10 +52,12 @@ type hub struct {
 	// a deadline, a gate's soak).
 	changedAt time.Time
 	recheck   bool
+	// analyses are the scripted results not yet measured
+	analyses []gate.Scripted
 }
 
 func newHub(in Input) *hub {
-	h := &hub{in: in, byName: map[string]*fleetsim.Member{}, unreachable: map[string]bool{}}
+	h := &hub{in: in, byName: map[string]*fleetsim.Member{}, unreachable: map[string]bool{}, analyses: slices.Clone(in.Analyses)}
 	h.placement, h.sets, h.bindings = in.Placement, in.Sets, in.Bindings
 	if h.placement == nil {
 		h.placement, h.sets, h.bindings = defaultPlacement(workload(in.Workload, 0))
@@ -191,6 +194,7 @@ func (h *hub) round() (round.Output, error) {
 			h.changedAt = now
 		}
 		h.approve(now)
+		h.measure(now)
 		for name, w := range h.in.Fail {
 			if w == h.wave {
 				h.byName[name].Frozen = true
@@ -227,8 +231,25 @@ func (h *hub) round() (round.Output, error) {
 	}
 	h.report(in, out)
 	h.fw.Status = out.Status
-	h.recheck = out.Stages != nil && out.Stages.RecheckIn > 0
+	// an analysis is measured only by a scripted result, at its own time
+	h.recheck = out.Stages != nil && out.Stages.RecheckIn > 0 && !analysisRunning(out.Status.Gate)
 	return out, nil
+}
+
+func analysisRunning(g *v1alpha1.GateStatus) bool {
+	return g != nil && g.Reason == v1alpha1.ReasonAnalysisRunning
+}
+
+// measure gives the analysis of the stage gate the workload waits at the
+// result Input.Analyses scripts for it, once due, as the hub's controller
+// puts its measurement into the status the round reads.
+func (h *hub) measure(now time.Time) {
+	if g := h.fw.Status.Gate; analysisRunning(g) {
+		var m *v1alpha1.AnalysisStatus
+		if m, h.analyses = gate.TakeScripted(h.analyses, g.Name, now.Sub(h.changedAt), now); m != nil {
+			g.Analysis = m
+		}
+	}
 }
 
 // groups are the decision groups of the placement's decisions over the
@@ -343,6 +364,9 @@ func (h *hub) pending() bool {
 	}
 	if h.recheck {
 		return true
+	}
+	if g := h.fw.Status.Gate; analysisRunning(g) && slices.ContainsFunc(h.analyses, func(a gate.Scripted) bool { return a.Gate == g.Name }) {
+		return true // to be measured
 	}
 	if g := h.fw.Status.Gate; g != nil {
 		if _, ok := h.in.Approve[g.Name]; ok && h.fw.Annotations[v1alpha1.AnnotationApprovedRevision] != v1alpha1.ApprovalOf(h.fw.Status.UpdateRevision, g.Name) {

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/fleetplan"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/internal/gate"
 )
 
 // staged is web rolled over a, b and c, one decision group each (the
@@ -82,3 +83,31 @@ func TestRun_AFailingClusterHaltsTheStages(t *testing.T) {
 }
 
 func intOrString(n int32) intstr.IntOrString { return intstr.FromInt32(n) }
+
+// A stage gate's analysis takes the result --analysis scripts for it: a pass
+// opens it, a failure holds the next stage (AnalysisFailed), and without a
+// result the plan stays at the gate.
+func TestRun_AStageGatesAnalysisTakesItsScriptedResult(t *testing.T) {
+	in := staged(0)
+	in.Workload.Spec.RolloutStrategy.Stages.Gate = &v1alpha1.Gate{Analysis: &v1alpha1.GateAnalysis{
+		Prometheus: &v1alpha1.PrometheusAnalysis{Address: "http://prometheus:9090", Query: "up", SuccessCondition: "result > 0"}}}
+	res, out := text(t, in)
+	if res.Done || !strings.Contains(out, "Result: Stuck after") || !strings.Contains(out, "AnalysisRunning") {
+		t.Fatalf("no result:\n%s", out)
+	}
+	in.Analyses = []gate.Scripted{{Gate: "stage-canary-0", Phase: v1alpha1.AnalysisFailed}}
+	res, out = text(t, in)
+	if res.Done || !strings.Contains(out, "at a stage gate: AnalysisFailed") {
+		t.Fatalf("a failure:\n%s", out)
+	}
+	for _, w := range res.Waves {
+		if w.Members[1].Updated > 0 {
+			t.Fatalf("b started behind a failed analysis:\n%s", out)
+		}
+	}
+	in.Analyses = []gate.Scripted{{Gate: "stage-canary-0", Phase: v1alpha1.AnalysisPassed, At: 20 * time.Second},
+		{Gate: "stage-group-1", Phase: v1alpha1.AnalysisPassed}}
+	if res, out = text(t, in); !res.Done {
+		t.Fatalf("passes:\n%s", out)
+	}
+}

@@ -153,6 +153,9 @@ func (r Result) summary(in Input) string {
 		fmt.Fprintf(&b, "Result: Halted after %d waves: %s\n", n, progressingMessage(r.Status))
 	case r.Held:
 		fmt.Fprintf(&b, "Result: Stuck after %d waves, held by design: %s\n", n, progressingMessage(r.Status))
+	case r.Status.Gate != nil && !r.Done:
+		// a stage gate that nothing scripted opens
+		fmt.Fprintf(&b, "Result: Stuck after %d waves at a stage gate: %s\n", n, progressingMessage(r.Status))
 	case r.Done && n == 0:
 		b.WriteString("Result: Nothing moves: every member at rest on the current FederatedWorkload already runs what the new one asks.\n")
 	case r.Done && r.IdealWaves() == 0:

@@ -250,7 +250,6 @@ func Walk(in Input) (Plan, error) {
 		switch {
 		case p.Failures > p.MaxFailures:
 			st.Phase, st.FinishedAt, p.Halted = Failed, finished(was.FinishedAt, in.Now), true
-			st.CompleteSince, st.CompletedAt = time.Time{}, time.Time{}
 		case soaked:
 			st.CompletedAt = finished(was.CompletedAt, in.Now)
 			if i < len(stages)-1 && in.Gate != nil {
@@ -283,11 +282,12 @@ func Walk(in Input) (Plan, error) {
 // one has been complete for minSuccessTime.
 func (p *Plan) progress(st *Stage, was Stage, in Input) bool {
 	st.Failed = slices.Clone(was.Failed)
-	all := true
+	all, complete := true, 0
 	for _, c := range st.Clusters {
 		switch {
 		case slices.Contains(st.Failed, c):
 		case in.Clusters[c].Complete:
+			complete++
 		case in.Spec.ProgressDeadline > 0 && !in.Now.Before(st.StartedAt.Add(in.Spec.ProgressDeadline)):
 			st.Failed = append(st.Failed, c)
 		default:
@@ -299,6 +299,9 @@ func (p *Plan) progress(st *Stage, was Stage, in Input) bool {
 	}
 	if !all {
 		return false
+	}
+	if complete == 0 {
+		return true // every cluster failed: nothing to soak
 	}
 	st.CompleteSince = finished(was.CompleteSince, in.Now)
 	if left := st.CompleteSince.Add(in.Spec.MinSuccessTime).Sub(in.Now); left > 0 {
