@@ -19,6 +19,7 @@ import (
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/controlloop/write"
 	"github.com/lockstep-dev/lockstep/internal/gang"
+	"github.com/lockstep-dev/lockstep/internal/metatime"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/rollout"
 )
@@ -63,12 +64,12 @@ func previousProgress(pcs *v1alpha1.PodCliqueSet) rollout.Progress {
 	if up == nil {
 		return p
 	}
-	p.UpdateStartedAt, p.UpdateEndedAt, p.LastProgressAt = timeOf(up.UpdateStartedAt), timeOf(up.UpdateEndedAt), timeOf(up.LastProgressAt)
+	p.UpdateStartedAt, p.UpdateEndedAt, p.LastProgressAt = metatime.Of(up.UpdateStartedAt), metatime.Of(up.UpdateEndedAt), metatime.Of(up.LastProgressAt)
 	if c := up.ProgressCounts; c != nil {
 		p.Counts = rollout.ProgressCounts{Updated: c.Updated, Ready: c.Ready, Available: c.Available}
 	}
 	for _, u := range up.UpdatingReplicas {
-		rp := rollout.ReplicaProgress{Index: u.ReplicaIndex, StartedAt: timeOf(u.UpdateStartedAt), Surge: u.Surge}
+		rp := rollout.ReplicaProgress{Index: u.ReplicaIndex, StartedAt: metatime.Of(u.UpdateStartedAt), Surge: u.Surge}
 		if s := u.RoleStep; s != nil {
 			rp.RoleStep = &rollout.RoleStepStatus{Index: s.Index, Role: s.Role, Target: s.Target, UpdatedAndReady: s.UpdatedAndReady}
 		}
@@ -245,7 +246,7 @@ func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
 		return nil
 	}
 	out := &v1alpha1.PodCliqueSetUpdateProgress{
-		UpdateStartedAt: metaTime(p.UpdateStartedAt), UpdateEndedAt: metaTime(p.UpdateEndedAt), LastProgressAt: metaTime(p.LastProgressAt),
+		UpdateStartedAt: metatime.Ptr(p.UpdateStartedAt), UpdateEndedAt: metatime.Ptr(p.UpdateEndedAt), LastProgressAt: metatime.Ptr(p.LastProgressAt),
 		ProgressCounts:     &v1alpha1.UnitCounts{Updated: p.Counts.Updated, Ready: p.Counts.Ready, Available: p.Counts.Available},
 		ReplicaGatesPassed: p.ReplicaGatesPassed,
 	}
@@ -256,7 +257,7 @@ func progressStatus(p rollout.Progress) *v1alpha1.PodCliqueSetUpdateProgress {
 		if len(out.UpdatingReplicas) == maxUpdatingInStatus {
 			break
 		}
-		rp := v1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: u.Index, UpdateStartedAt: metaTime(u.StartedAt), Surge: u.Surge}
+		rp := v1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: u.Index, UpdateStartedAt: metatime.Ptr(u.StartedAt), Surge: u.Surge}
 		if s := u.RoleStep; s != nil {
 			rp.RoleStep = &v1alpha1.RoleStepProgress{Index: s.Index, Role: s.Role, Target: s.Target, UpdatedAndReady: s.UpdatedAndReady}
 		}
@@ -326,21 +327,6 @@ func actionableGangReason(reason string) bool {
 		return false
 	}
 	return true
-}
-
-func timeOf(t *metav1.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
-}
-
-func metaTime(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t)
-	return &mt
 }
 
 // record updates the rollout metrics from one status to the next.

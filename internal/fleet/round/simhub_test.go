@@ -154,6 +154,48 @@ func (h *simHub) fleetCounts(rev string) (available, units, updated, scales int3
 	return available, units, updated, scales
 }
 
+// step lets every member's controller act (check, when set, sees the fleet
+// after each), then lets time pass: units settle and the members not lagging
+// report.
+func (h *simHub) step(r int, lagging map[string]bool, check func(when string)) error {
+	for _, c := range h.names() {
+		if err := h.members[c].Act(); err != nil {
+			return err
+		}
+		if check != nil {
+			check(fmt.Sprintf("round %d, %s acted", r, c))
+		}
+	}
+	for _, c := range h.names() {
+		m := h.members[c]
+		m.Settle()
+		if !lagging[c] {
+			m.Report()
+		}
+	}
+	if check != nil {
+		check(fmt.Sprintf("round %d, settled", r))
+	}
+	return nil
+}
+
+// budgetBreach says how the fleet breaks the workload's global invariants
+// for the rollout to rev, "" when it keeps them: at least replicas −
+// maxUnavailable available, at most replicas + maxSurge units, at most
+// replicas − partition on the new revision (plus those above a member's
+// replicas and the members' replicas above the global ones while shares
+// move: surge).
+func (h *simHub) budgetBreach(rev string) string {
+	replicas, partition, budget := h.fw.Spec.Replicas, h.fw.Spec.RolloutStrategy.Partition, budgetOf(h.fw)
+	available, units, updated, scales := h.fleetCounts(rev)
+	most := replicas - partition + max(0, scales-replicas)
+	if available < replicas-budget.MaxUnavailable || units > replicas+budget.MaxSurge || updated > most {
+		return fmt.Sprintf("%d available (floor %d), %d units (ceiling %d), %d updated (at most %d):%s",
+			available, replicas-budget.MaxUnavailable, units, replicas+budget.MaxSurge, updated, most, h.layout(rev))
+	}
+	return ""
+}
+
 // layout is every member's spec and units, for failure messages.
 func (h *simHub) layout(rev string) string {
 	var b strings.Builder
@@ -222,13 +264,8 @@ func (h *simHub) rest() error {
 		if err != nil {
 			return err
 		}
-		for _, name := range h.names() {
-			m := h.members[name]
-			if err := m.Act(); err != nil {
-				return err
-			}
-			m.Settle()
-			m.Report()
+		if err := h.step(h.rounds, nil, nil); err != nil {
+			return err
 		}
 		if out.Plan.Done && h.state() == before {
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/stages"
 	"github.com/lockstep-dev/lockstep/internal/gate"
+	"github.com/lockstep-dev/lockstep/internal/metatime"
 )
 
 // DecisionGroups are a placement's decision groups, from the labels its
@@ -143,7 +144,7 @@ func previousStages(fw *fleetv1alpha1.FederatedWorkload, revision string) []stag
 	out := make([]stages.Stage, 0, len(fw.Status.Stages))
 	for _, s := range fw.Status.Stages {
 		out = append(out, stages.Stage{Name: s.Name, Clusters: s.Clusters, Phase: s.Phase, Failed: s.FailedClusters,
-			StartedAt: timeOf(s.StartedAt), CompleteSince: timeOf(s.CompleteSince), CompletedAt: timeOf(s.CompletedAt), FinishedAt: timeOf(s.FinishedAt)})
+			StartedAt: metatime.Of(s.StartedAt), CompleteSince: metatime.Of(s.CompleteSince), CompletedAt: metatime.Of(s.CompletedAt), FinishedAt: metatime.Of(s.FinishedAt)})
 	}
 	return out
 }
@@ -181,7 +182,7 @@ func stagesStatus(fw *fleetv1alpha1.FederatedWorkload, walk *stages.Plan) ([]fle
 	out := make([]fleetv1alpha1.StageStatus, 0, len(walk.Stages))
 	for _, s := range walk.Stages {
 		out = append(out, fleetv1alpha1.StageStatus{Name: s.Name, Clusters: s.Clusters, Phase: s.Phase, FailedClusters: s.Failed,
-			StartedAt: metaTime(s.StartedAt), CompleteSince: metaTime(s.CompleteSince), CompletedAt: metaTime(s.CompletedAt), FinishedAt: metaTime(s.FinishedAt)})
+			StartedAt: metatime.Ptr(s.StartedAt), CompleteSince: metatime.Ptr(s.CompleteSince), CompletedAt: metatime.Ptr(s.CompletedAt), FinishedAt: metatime.Ptr(s.FinishedAt)})
 	}
 	var gs *v1alpha1.GateStatus
 	if w := walk.Gate; w != nil {
@@ -214,21 +215,6 @@ func stageProgress(prog metav1.Condition, walk *stages.Plan) metav1.Condition {
 		}
 	}
 	return prog
-}
-
-func timeOf(t *metav1.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
-}
-
-func metaTime(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t)
-	return &mt
 }
 
 // stagesMessage names the stages not yet succeeded and where they stand.

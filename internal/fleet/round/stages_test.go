@@ -56,16 +56,11 @@ func stagedHub(fw *fleetv1alpha1.FederatedWorkload, groups []stages.Group) *simH
 // playRound runs a round and lets every member act, settle and report.
 func (h *simHub) playRound(t testing.TB) Output {
 	out, err := h.round()
+	if err == nil {
+		err = h.step(h.rounds, nil, nil)
+	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, name := range h.names() {
-		m := h.members[name]
-		if err := m.Act(); err != nil {
-			t.Fatal(err)
-		}
-		m.Settle()
-		m.Report()
 	}
 	return out
 }
@@ -247,14 +242,10 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		budget := budgetOf(to)
 		var out Output
 		check := func(when string) {
-			available, units, updated, scales := h.fleetCounts(tmpl.Revision)
-			most := replicas - partition + max(0, scales-replicas)
-			if available < replicas-budget.MaxUnavailable || units > replicas+budget.MaxSurge || updated > most {
-				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d):%s",
-					when, available, replicas-budget.MaxUnavailable, units, replicas+budget.MaxSurge, updated, most, h.layout(tmpl.Revision))
+			if breach := h.budgetBreach(tmpl.Revision); breach != "" {
+				t.Fatalf("%s: %s", when, breach)
 			}
 			for _, s := range out.Status.Stages {
 				if s.Phase != fleetv1alpha1.StagePending {
@@ -283,20 +274,9 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 				endOf(t, h, tmpl.Revision, out.Plan, replicas, partition, "")
 				return
 			}
-			for _, c := range names {
-				if err := h.members[c].Act(); err != nil {
-					t.Fatal(err)
-				}
-				check(fmt.Sprintf("round %d, %s acted", r, c))
+			if err := h.step(r, lagging, check); err != nil {
+				t.Fatal(err)
 			}
-			for _, c := range names {
-				m := h.members[c]
-				m.Settle()
-				if !lagging[c] {
-					m.Report()
-				}
-			}
-			check(fmt.Sprintf("round %d, settled", r))
 		}
 		t.Fatalf("no end after %d rounds: %+v:%s", maxWipeRounds, out.Status.Stages, h.layout(tmpl.Revision))
 	})

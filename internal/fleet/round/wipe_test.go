@@ -84,13 +84,9 @@ func TestPlan_AWipedStatusKeepsTheBudgetAndTheRolloutCompletes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		budget := budgetOf(to)
 		check := func(when string) {
-			available, units, updated, scales := h.fleetCounts(tmpl.Revision)
-			most := replicas - partition + max(0, scales-replicas)
-			if available < replicas-budget.MaxUnavailable || units > replicas+budget.MaxSurge || updated > most {
-				t.Fatalf("%s: %d available (floor %d), %d units (ceiling %d), %d updated (at most %d):%s",
-					when, available, replicas-budget.MaxUnavailable, units, replicas+budget.MaxSurge, updated, most, h.layout(tmpl.Revision))
+			if breach := h.budgetBreach(tmpl.Revision); breach != "" {
+				t.Fatalf("%s: %s", when, breach)
 			}
 		}
 		check("at rest")
@@ -133,20 +129,9 @@ func TestPlan_AWipedStatusKeepsTheBudgetAndTheRolloutCompletes(t *testing.T) {
 				endOf(t, h, tmpl.Revision, out.Plan, replicas, partition, leaver)
 				return
 			}
-			for _, c := range names {
-				if err := h.members[c].Act(); err != nil {
-					t.Fatal(err)
-				}
-				check(fmt.Sprintf("round %d, %s acted", r, c))
+			if err := h.step(r, lagging, check); err != nil {
+				t.Fatal(err)
 			}
-			for _, c := range names {
-				m := h.members[c]
-				m.Settle()
-				if !lagging[c] {
-					m.Report()
-				}
-			}
-			check(fmt.Sprintf("round %d, settled", r))
 		}
 		t.Fatalf("no end after %d rounds:%s", maxWipeRounds, h.layout(tmpl.Revision))
 	})

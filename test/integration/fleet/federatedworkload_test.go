@@ -144,30 +144,10 @@ func (f *fedFleet) startHub() {
 }
 
 // writeDecision writes PlacementDecision number n of the placement with the
-// given clusters, creating it when missing.
+// given clusters, in decision group 0, creating it when missing.
 func (f *fedFleet) writeDecision(n int, clusters ...string) {
 	f.t.Helper()
-	ctx := context.Background()
-	pd := &fleetv1alpha1.PlacementDecision{}
-	key := client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("%s-decision-%d", fwPlacement, n)}
-	err := hubEnv.Client.Get(ctx, key, pd)
-	if apierrors.IsNotFound(err) {
-		pd = &fleetv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{
-			Namespace: key.Namespace, Name: key.Name,
-			Labels: map[string]string{fleetv1alpha1.LabelPlacement: fwPlacement, fleetv1alpha1.LabelDecisionGroupIndex: "0", fleetv1alpha1.LabelDecisionGroupName: ""},
-		}}
-		err = hubEnv.Client.Create(ctx, pd)
-	}
-	if err != nil {
-		f.t.Fatalf("writing %s: %v", key.Name, err)
-	}
-	pd.Status.Decisions = nil
-	for _, c := range clusters {
-		pd.Status.Decisions = append(pd.Status.Decisions, fleetv1alpha1.ClusterDecision{ClusterName: c})
-	}
-	if err := hubEnv.Client.Status().Update(ctx, pd); err != nil {
-		f.t.Fatalf("writing the clusters of %s: %v", key.Name, err)
-	}
+	f.writeGroupDecision(n, "", 0, clusters...)
 }
 
 func deploymentTemplate(image string) runtime.RawExtension {
