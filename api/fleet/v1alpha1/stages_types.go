@@ -126,6 +126,11 @@ type StageStatus struct {
 	// StartedAt is when the stage started.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// DeadlineFrom is when progressDeadline counts from: the stage's start,
+	// or the last time the rollout was paused (a pause stops the clock; the
+	// resume starts it again).
+	// +optional
+	DeadlineFrom *metav1.Time `json:"deadlineFrom,omitempty"`
 	// CompleteSince is when every cluster of it but the failed was last seen
 	// complete; minSuccessTime counts from then.
 	// +optional

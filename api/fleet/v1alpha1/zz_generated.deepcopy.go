@@ -961,6 +961,10 @@ func (in *StageStatus) DeepCopyInto(out *StageStatus) {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.DeadlineFrom != nil {
+		in, out := &in.DeadlineFrom, &out.DeadlineFrom
+		*out = (*in).DeepCopy()
+	}
 	if in.CompleteSince != nil {
 		in, out := &in.CompleteSince, &out.CompleteSince
 		*out = (*in).DeepCopy()

@@ -85,7 +85,7 @@ func planStaged(in Input, revision string, members []align.Member, strategy alig
 		}
 	}
 	walkIn := stages.Input{Spec: *spec, Groups: in.Groups, Clusters: map[string]stages.Cluster{}, Now: in.Now,
-		Previous: previousStages(fw, revision), Gate: stageGate(fw, revision, in.Now)}
+		Previous: previousStages(fw, revision), Gate: stageGate(fw, revision, in.Now), Paused: fw.Spec.RolloutStrategy.Paused}
 	before, err := stages.Walk(walkIn)
 	if err != nil {
 		return align.Plan{}, nil, err
@@ -144,7 +144,7 @@ func previousStages(fw *fleetv1alpha1.FederatedWorkload, revision string) []stag
 	out := make([]stages.Stage, 0, len(fw.Status.Stages))
 	for _, s := range fw.Status.Stages {
 		out = append(out, stages.Stage{Name: s.Name, Clusters: s.Clusters, Phase: s.Phase, Failed: s.FailedClusters,
-			StartedAt: metatime.Of(s.StartedAt), CompleteSince: metatime.Of(s.CompleteSince), CompletedAt: metatime.Of(s.CompletedAt), FinishedAt: metatime.Of(s.FinishedAt)})
+			StartedAt: metatime.Of(s.StartedAt), DeadlineFrom: metatime.Of(s.DeadlineFrom), CompleteSince: metatime.Of(s.CompleteSince), CompletedAt: metatime.Of(s.CompletedAt), FinishedAt: metatime.Of(s.FinishedAt)})
 	}
 	return out
 }
@@ -182,7 +182,7 @@ func stagesStatus(fw *fleetv1alpha1.FederatedWorkload, walk *stages.Plan) ([]fle
 	out := make([]fleetv1alpha1.StageStatus, 0, len(walk.Stages))
 	for _, s := range walk.Stages {
 		out = append(out, fleetv1alpha1.StageStatus{Name: s.Name, Clusters: s.Clusters, Phase: s.Phase, FailedClusters: s.Failed,
-			StartedAt: metatime.Ptr(s.StartedAt), CompleteSince: metatime.Ptr(s.CompleteSince), CompletedAt: metatime.Ptr(s.CompletedAt), FinishedAt: metatime.Ptr(s.FinishedAt)})
+			StartedAt: metatime.Ptr(s.StartedAt), DeadlineFrom: metatime.Ptr(s.DeadlineFrom), CompleteSince: metatime.Ptr(s.CompleteSince), CompletedAt: metatime.Ptr(s.CompletedAt), FinishedAt: metatime.Ptr(s.FinishedAt)})
 	}
 	var gs *v1alpha1.GateStatus
 	if w := walk.Gate; w != nil {

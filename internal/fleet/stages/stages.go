@@ -72,6 +72,10 @@ type Stage struct {
 	Clusters  []string
 	Phase     Phase
 	StartedAt time.Time
+	// DeadlineFrom is when progressDeadline counts from: the stage's start,
+	// or the last time the rollout was paused (a pause stops the clock, and
+	// the resume starts it again, as a Deployment's).
+	DeadlineFrom time.Time
 	// CompleteSince is when every cluster of it but the failed was last
 	// seen complete (zero while one is not): minSuccessTime counts from then.
 	CompleteSince time.Time
@@ -92,6 +96,8 @@ type Input struct {
 	// Previous are the stages the last plan returned (status.stages).
 	Previous []Stage
 	Now      time.Time
+	// Paused: the rollout is paused; no stage's deadline runs.
+	Paused bool
 	// Gate judges the gate after a stage (all but the last), reached at the
 	// stage's CompletedAt; nil when there is none.
 	Gate func(name string, reachedAt time.Time) gate.Verdict
@@ -223,9 +229,15 @@ func Walk(in Input) (Plan, error) {
 			st.Phase = Pending
 			continue
 		}
-		st.StartedAt = in.Now
+		st.StartedAt, st.DeadlineFrom = in.Now, in.Now
 		if seen && !was.StartedAt.IsZero() {
-			st.StartedAt = was.StartedAt
+			st.StartedAt, st.DeadlineFrom = was.StartedAt, was.DeadlineFrom
+			if st.DeadlineFrom.IsZero() {
+				st.DeadlineFrom = was.StartedAt
+			}
+		}
+		if in.Paused {
+			st.DeadlineFrom = in.Now
 		}
 		for _, c := range st.Clusters {
 			p.Active[c] = true
@@ -288,12 +300,12 @@ func (p *Plan) progress(st *Stage, was Stage, in Input) bool {
 		case slices.Contains(st.Failed, c):
 		case in.Clusters[c].Complete:
 			complete++
-		case in.Spec.ProgressDeadline > 0 && !in.Now.Before(st.StartedAt.Add(in.Spec.ProgressDeadline)):
+		case in.Spec.ProgressDeadline > 0 && !in.Paused && !in.Now.Before(st.DeadlineFrom.Add(in.Spec.ProgressDeadline)):
 			st.Failed = append(st.Failed, c)
 		default:
 			all = false
 			if in.Spec.ProgressDeadline > 0 {
-				p.recheck(st.StartedAt.Add(in.Spec.ProgressDeadline).Sub(in.Now))
+				p.recheck(st.DeadlineFrom.Add(in.Spec.ProgressDeadline).Sub(in.Now))
 			}
 		}
 	}

@@ -189,11 +189,17 @@ func TestWalk_Properties(t *testing.T) {
 				return gate.Verdict{Open: opened[name], Reason: v1alpha1.ReasonAwaitingApproval}
 			}
 		}
+		failures := int32(0)
 		for step := range 12 {
+			in.Paused = rapid.IntRange(0, 3).Draw(t, "paused") == 0
 			p, err := Walk(in)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if in.Paused && p.Failures > failures {
+				t.Fatalf("step %d: %d failures while paused, %d before", step, p.Failures, failures)
+			}
+			failures = p.Failures
 			before := true
 			failedAt := -1
 			for i, s := range p.Stages {
@@ -231,4 +237,34 @@ func TestWalk_Properties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A pause stops a stage's progress deadline: no cluster fails while the
+// rollout is paused, and the resume starts the clock again, as a
+// Deployment's progress deadline does.
+func TestWalk_APauseStopsTheDeadline(t *testing.T) {
+	spec := Spec{Type: ProgressivePerGroup, ProgressDeadline: 5 * time.Minute}
+	in := Input{Spec: spec, Groups: groups(), Clusters: map[string]Cluster{}, Now: t0}
+	p, _ := Walk(in)
+	// paused 4 minutes in, for an hour
+	in.Previous, in.Now, in.Paused = p.Stages, t0.Add(4*time.Minute), true
+	p, _ = Walk(in)
+	in.Previous, in.Now = p.Stages, t0.Add(64*time.Minute)
+	if p, _ = Walk(in); len(p.Stages[0].Failed) > 0 || p.Halted {
+		t.Fatalf("a cluster failed while paused: %+v", p.Stages[0])
+	}
+	if !p.Stages[0].StartedAt.Equal(t0) {
+		t.Fatalf("the pause moved the stage's start: %+v", p.Stages[0])
+	}
+	// resumed: the deadline counts from the resume
+	in.Previous, in.Paused = p.Stages, false
+	p, _ = Walk(in)
+	in.Previous, in.Now = p.Stages, t0.Add(68*time.Minute)
+	if p, _ = Walk(in); len(p.Stages[0].Failed) > 0 || p.RecheckIn != time.Minute {
+		t.Fatalf("4 minutes after the resume: %+v, recheck in %s", p.Stages[0], p.RecheckIn)
+	}
+	in.Previous, in.Now = p.Stages, t0.Add(69*time.Minute)
+	if p, _ = Walk(in); !slices.Equal(p.Stages[0].Failed, []string{"c1"}) || !p.Halted {
+		t.Fatalf("5 minutes after the resume: %+v", p.Stages[0])
+	}
 }
