@@ -67,9 +67,10 @@ type RolloutStages struct {
 
 	// Gate is a checkpoint after each stage but the last: the next stage
 	// starts only once it opens. It is approved on the FederatedWorkload
-	// (kubectl lockstep approve fw/NAME) and its required conditions are the
-	// FederatedWorkload's own. onFailure must be Pause: a fleet rolls back by
-	// a change of its template.
+	// (kubectl lockstep approve fw/NAME); a required condition holds when
+	// every member object of the stage (its clusters that did not fail)
+	// reports it. onFailure must be Pause: a fleet rolls back by a change of
+	// its template.
 	// +kubebuilder:validation:XValidation:rule="!has(self.onFailure) || self.onFailure == 'Pause'",message="a stage gate's onFailure must be Pause"
 	// +optional
 	Gate *workloadv1alpha1.Gate `json:"gate,omitempty"`

@@ -57,6 +57,9 @@ type Member struct {
 	// controllers act on the object as it is, and the hub's writes land at
 	// once.
 	Late int
+	// Conditions are status conditions another controller writes on the
+	// member object (type to status); Report keeps them there.
+	Conditions map[string]string
 	// Frozen: time stands still in the member: its new units never start
 	// and none goes (a member whose new pods cannot be scheduled): a rollout
 	// there never completes.
@@ -290,6 +293,7 @@ func (m *Member) Report() {
 		return
 	}
 	defer m.keepReport()
+	defer m.reportConditions()
 	rev := revisionOf(m.obj)
 	if m.dep != nil {
 		_ = unstructured.SetNestedField(m.obj.Object, m.deploymentStatus(), "status")
@@ -307,6 +311,18 @@ func (m *Member) Report() {
 	if c.Updated == c.Replicas && c.Terminating == 0 {
 		m.current = rev
 	}
+}
+
+// reportConditions writes Conditions into the object's status.
+func (m *Member) reportConditions() {
+	if len(m.Conditions) == 0 {
+		return
+	}
+	var list []any
+	for _, t := range slices.Sorted(maps.Keys(m.Conditions)) {
+		list = append(list, map[string]any{"type": t, "status": m.Conditions[t]})
+	}
+	_ = unstructured.SetNestedSlice(m.obj.Object, list, "status", "conditions")
 }
 
 // keepReport keeps what Report wrote for a late member's reads, the last

@@ -186,7 +186,7 @@ func Plan(in Input) Output {
 		return stuck(in, sc.stuck, sc.why, in.Resync)
 	}
 	ms := observeMembers(in, tmpl, sc)
-	plan, walk, err := planStaged(in, tmpl.Revision, alignMembers(ms), member.StrategyOf(fw))
+	plan, walk, err := planStaged(in, tmpl.Revision, ms, member.StrategyOf(fw))
 	if err != nil {
 		return stuck(in, fleetv1alpha1.FederatedWorkloadReasonAlignFailed, err.Error(), 0)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -71,7 +72,8 @@ func stagesSpec(fw *fleetv1alpha1.FederatedWorkload) *stages.Spec {
 // on which stages started, so it plans with the stages started so far, walks
 // the stages with what that plan completes, and plans again when the walk
 // started another stage. walk is nil without stages.
-func planStaged(in Input, revision string, members []align.Member, strategy align.Strategy) (align.Plan, *stages.Plan, error) {
+func planStaged(in Input, revision string, ms []*observed, strategy align.Strategy) (align.Plan, *stages.Plan, error) {
+	members := alignMembers(ms)
 	fw := in.Workload
 	spec := stagesSpec(fw)
 	if spec == nil || !rollingOut(fw, revision, members) {
@@ -85,7 +87,7 @@ func planStaged(in Input, revision string, members []align.Member, strategy alig
 		}
 	}
 	walkIn := stages.Input{Spec: *spec, Groups: in.Groups, Clusters: map[string]stages.Cluster{}, Now: in.Now,
-		Previous: previousStages(fw, revision), Gate: stageGate(fw, revision, in.Now), Paused: fw.Spec.RolloutStrategy.Paused}
+		Previous: previousStages(fw, revision), Gate: stageGate(fw, revision, in.Now, memberConditions(ms)), Paused: fw.Spec.RolloutStrategy.Paused}
 	before, err := stages.Walk(walkIn)
 	if err != nil {
 		return align.Plan{}, nil, err
@@ -150,18 +152,59 @@ func previousStages(fw *fleetv1alpha1.FederatedWorkload, revision string) []stag
 }
 
 // stageGate judges the gate after a stage (internal/gate), with the
-// workload's approval annotation, its conditions and the last measurement
-// the status reports for that gate.
-func stageGate(fw *fleetv1alpha1.FederatedWorkload, revision string, now time.Time) func(string, time.Time) gate.Verdict {
+// workload's approval annotation, the last measurement the status reports
+// for that gate, and as conditions those every member object of the stage
+// reports (conds, by cluster).
+func stageGate(fw *fleetv1alpha1.FederatedWorkload, revision string, now time.Time, conds map[string][]metav1.Condition) func(string, []string, time.Time) gate.Verdict {
 	g := fw.Spec.RolloutStrategy.Stages.Gate
 	if g == nil {
 		return nil
 	}
-	return func(name string, reachedAt time.Time) gate.Verdict {
+	return func(name string, clusters []string, reachedAt time.Time) gate.Verdict {
 		return gate.Evaluate(gate.Input{Gate: g, Name: name, Revision: revision, ReachedAt: reachedAt, Now: now,
 			Approved: fw.Annotations[v1alpha1.AnnotationApprovedRevision], Measured: Measured(fw, name, reachedAt),
-			Conditions: fw.Status.Conditions})
+			Conditions: commonConditions(clusters, conds)})
 	}
+}
+
+// memberConditions are the conditions each member object reports, by
+// cluster; a member not read, or without an object of the workload's, has
+// none.
+func memberConditions(ms []*observed) map[string][]metav1.Condition {
+	out := make(map[string][]metav1.Condition, len(ms))
+	for _, m := range ms {
+		if m.held == nil {
+			continue
+		}
+		list, _, _ := unstructured.NestedSlice(m.held.Object, "status", "conditions")
+		for _, c := range list {
+			cm, _ := c.(map[string]any)
+			t, _ := cm["type"].(string)
+			st, _ := cm["status"].(string)
+			if t != "" {
+				out[m.Name] = append(out[m.Name], metav1.Condition{Type: t, Status: metav1.ConditionStatus(st)})
+			}
+		}
+	}
+	return out
+}
+
+// commonConditions are the type=status pairs every one of clusters reports:
+// a stage gate's required condition holds when each member object of the
+// stage has it.
+func commonConditions(clusters []string, conds map[string][]metav1.Condition) []metav1.Condition {
+	if len(clusters) == 0 {
+		return nil
+	}
+	var out []metav1.Condition
+	for _, c := range conds[clusters[0]] {
+		if !slices.ContainsFunc(clusters[1:], func(o string) bool {
+			return !slices.ContainsFunc(conds[o], func(x metav1.Condition) bool { return x.Type == c.Type && x.Status == c.Status })
+		}) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Measured is the last measurement the status reports for the stage gate

@@ -304,3 +304,47 @@ func TestPlan_ANewWorkloadIsNotHeldByItsStages(t *testing.T) {
 		t.Fatalf("the template change walks no stages: %+v", out.Status.Stages)
 	}
 }
+
+// A stage gate's required condition holds when every member object of the
+// stage reports it (another controller's, written on the member object):
+// the next stage waits for it (AwaitingConditions) and starts once the
+// canary's object says so.
+func TestPlan_AStageGateAwaitsTheConditionOnTheStagesMemberObjects(t *testing.T) {
+	fw := simWorkload(member.Deployment, "web:1", 6, 1, 1, nil)
+	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1", "m2"}}}
+	h := stagedHub(fw, groups)
+	if err := h.rest(); err != nil {
+		t.Fatal(err)
+	}
+	to := simWorkload(member.Deployment, "web:2", 6, 1, 1, nil)
+	to.Generation, to.Status = 2, h.fw.Status
+	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		Gate: &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: "Verified", Status: metav1.ConditionTrue}}}}
+	h.fw = to
+	h.members["m1"].Conditions = map[string]string{"Verified": "True"} // another stage's member says nothing for m0
+	var out Output
+	for range 40 {
+		if out = h.playRound(t); out.Status.Gate != nil {
+			break
+		}
+	}
+	if g := out.Status.Gate; g == nil || g.Reason != v1alpha1.ReasonAwaitingConditions || progressing(out.Status).Reason != string(v1alpha1.ReasonAwaitingConditions) {
+		t.Fatalf("gate %+v, progressing %+v", g, progressing(out.Status))
+	}
+	h.members["m0"].Conditions = map[string]string{"Verified": "False"}
+	for range 5 {
+		out = h.playRound(t)
+	}
+	if out.Status.Stages[1].Phase != fleetv1alpha1.StagePending {
+		t.Fatalf("the next stage started on Verified=False: %+v", out.Status.Stages)
+	}
+	h.members["m0"].Conditions["Verified"] = "True"
+	for range 40 {
+		if out = h.playRound(t); out.Plan.Done && out.Stages.Finished() {
+			break
+		}
+	}
+	if out.Status.Stages[1].Phase != fleetv1alpha1.StageSucceeded {
+		t.Fatalf("after the condition: %+v", out.Status.Stages)
+	}
+}

@@ -98,9 +98,10 @@ type Input struct {
 	Now      time.Time
 	// Paused: the rollout is paused; no stage's deadline runs.
 	Paused bool
-	// Gate judges the gate after a stage (all but the last), reached at the
-	// stage's CompletedAt; nil when there is none.
-	Gate func(name string, reachedAt time.Time) gate.Verdict
+	// Gate judges the gate name after a stage (all but the last), reached at
+	// the stage's CompletedAt, with the stage's clusters that did not fail;
+	// nil when there is none.
+	Gate func(name string, clusters []string, reachedAt time.Time) gate.Verdict
 }
 
 // GateName names the gate after stage s.
@@ -266,7 +267,8 @@ func Walk(in Input) (Plan, error) {
 			st.CompletedAt = finished(was.CompletedAt, in.Now)
 			if i < len(stages)-1 && in.Gate != nil {
 				name := GateName(st.Name)
-				if v := in.Gate(name, st.CompletedAt); !v.Open {
+				ok := slices.DeleteFunc(slices.Clone(st.Clusters), func(c string) bool { return slices.Contains(st.Failed, c) })
+				if v := in.Gate(name, ok, st.CompletedAt); !v.Open {
 					st.Phase = AwaitingApproval
 					if v.Reason == v1alpha1.ReasonSoaking {
 						st.Phase = Soaking

@@ -116,7 +116,10 @@ func TestWalk_GateHoldsTheNextStage(t *testing.T) {
 	var reached []time.Time
 	in := Input{Spec: Spec{Type: ProgressivePerGroup, MinSuccessTime: time.Minute}, Groups: groups(), Now: t0,
 		Clusters: map[string]Cluster{"c1": {Complete: true}},
-		Gate: func(name string, at time.Time) gate.Verdict {
+		Gate: func(name string, clusters []string, at time.Time) gate.Verdict {
+			if name == "stage-canary-0" && !slices.Equal(clusters, []string{"c1"}) {
+				t.Errorf("the canary's gate judged with clusters %v", clusters)
+			}
 			if name != "stage-canary-0" {
 				t.Errorf("a gate after the last stage was asked: %s", name)
 			}
@@ -185,7 +188,7 @@ func TestWalk_Properties(t *testing.T) {
 		in := Input{Spec: spec, Groups: gs, Clusters: map[string]Cluster{}, Now: t0}
 		opened := map[string]bool{}
 		if rapid.Bool().Draw(t, "gated") {
-			in.Gate = func(name string, _ time.Time) gate.Verdict {
+			in.Gate = func(name string, _ []string, _ time.Time) gate.Verdict {
 				return gate.Verdict{Open: opened[name], Reason: v1alpha1.ReasonAwaitingApproval}
 			}
 		}
