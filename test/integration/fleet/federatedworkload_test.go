@@ -827,7 +827,12 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 	// a no longer matches the placement's selector, and the placement drops it
 	f.relabel(a, "fw-test", "elsewhere")
 	f.writeDecision(1, b)
+	// The members' controllers observe what the hub writes (its last round
+	// on the settled workload may have written to either after the test
+	// saw it complete; a member that has not observed it is stale, and the
+	// hub moves nothing until it has).
 	eventually(t, fwStepTimeout, b+" grown to 6", func() (bool, string) {
+		f.ack()
 		d := readDep(f.deployment(b))
 		return d.replicas == 6, d.String()
 	})
