@@ -53,6 +53,31 @@ func stagedHub(fw *fleetv1alpha1.FederatedWorkload, groups []stages.Group) *simH
 	return h
 }
 
+// stagedRollout brings a workload of kind k on web:1 to rest over the
+// decision groups, then starts its rollout to web:2 under the stages st;
+// it returns the hub and the new revision.
+func stagedRollout(t fatalf, k member.Kind, replicas, mu, ms, partition int32, groups []stages.Group, st *fleetv1alpha1.RolloutStages) (*simHub, string) {
+	h := stagedHub(simWorkload(k, "web:1", replicas, mu, ms, nil), groups)
+	if err := h.rest(); err != nil {
+		t.Fatalf("bringing the fleet to rest: %v", err)
+	}
+	to := simWorkload(k, "web:2", replicas, mu, ms, nil)
+	to.Spec.RolloutStrategy.Partition = partition
+	to.Spec.RolloutStrategy.Stages = st
+	to.Generation, to.Status = 2, h.fw.Status
+	h.fw = to
+	tmpl, err := member.ParseTemplate(to.Spec.Template.Raw)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return h, tmpl.Revision
+}
+
+// fatalf is what stagedRollout needs of a test: testing.T or rapid.T.
+type fatalf interface {
+	Fatalf(format string, args ...any)
+}
+
 // playRound runs a round and lets every member act, settle and report.
 func (h *simHub) playRound(t testing.TB) Output {
 	out, err := h.round()
@@ -70,27 +95,20 @@ func (h *simHub) playRound(t testing.TB) Output {
 // workload says AwaitingApproval and names the gate) until the approval
 // names the revision and the gate, then rolls; status.stages says where each
 // stage is.
+// canaryThenRest: m0 in the group "canary", m1 and m2 in the next.
+var canaryThenRest = []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1", "m2"}}}
+
 func TestPlan_StagesRollGroupByGroupBehindTheirGate(t *testing.T) {
-	fw := simWorkload(member.Deployment, "web:1", 6, 1, 1, nil)
-	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1", "m2"}}}
-	h := stagedHub(fw, groups)
-	if err := h.rest(); err != nil {
-		t.Fatal(err)
-	}
-	to := simWorkload(member.Deployment, "web:2", 6, 1, 1, nil)
-	to.Generation, to.Status = 2, h.fw.Status
-	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
-		Gate: &v1alpha1.Gate{Approval: true}}
-	h.fw = to
-	tmpl, _ := member.ParseTemplate(to.Spec.Template.Raw)
+	h, rev := stagedRollout(t, member.Deployment, 6, 1, 1, 0, canaryThenRest,
+		&fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup, Gate: &v1alpha1.Gate{Approval: true}})
 	var out Output
 	for range 40 {
 		out = h.playRound(t)
 		if out.Status.Gate != nil {
 			break
 		}
-		if u := h.members["m1"].Count(tmpl.Revision).Updated + h.members["m2"].Count(tmpl.Revision).Updated; u > 0 {
-			t.Fatalf("group 1 updated %d units before the canary's stage succeeded:%s", u, h.layout(tmpl.Revision))
+		if u := h.members["m1"].Count(rev).Updated + h.members["m2"].Count(rev).Updated; u > 0 {
+			t.Fatalf("group 1 updated %d units before the canary's stage succeeded:%s", u, h.layout(rev))
 		}
 	}
 	st := out.Status
@@ -101,22 +119,22 @@ func TestPlan_StagesRollGroupByGroupBehindTheirGate(t *testing.T) {
 		t.Fatalf("progressing %+v", p)
 	}
 	if st.Stages[0].Phase != fleetv1alpha1.StageAwaitingApproval || st.Stages[1].Phase != fleetv1alpha1.StagePending ||
-		h.members["m0"].Count(tmpl.Revision).Updated != 2 {
-		t.Fatalf("stages %+v:%s", st.Stages, h.layout(tmpl.Revision))
+		h.members["m0"].Count(rev).Updated != 2 {
+		t.Fatalf("stages %+v:%s", st.Stages, h.layout(rev))
 	}
 	// held: rounds go by, nothing moves in group 1
 	for range 5 {
 		out = h.playRound(t)
 	}
-	if u := h.members["m1"].Count(tmpl.Revision).Updated; u > 0 || out.Status.Stages[1].Phase != fleetv1alpha1.StagePending {
-		t.Fatalf("group 1 moved behind a closed gate:%s", h.layout(tmpl.Revision))
+	if u := h.members["m1"].Count(rev).Updated; u > 0 || out.Status.Stages[1].Phase != fleetv1alpha1.StagePending {
+		t.Fatalf("group 1 moved behind a closed gate:%s", h.layout(rev))
 	}
 	// an approval of another gate or revision does not open it
 	h.fw.Annotations = map[string]string{v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf("other", "stage-canary-0")}
 	if out = h.playRound(t); out.Status.Gate == nil {
 		t.Fatal("an approval of another revision opened the gate")
 	}
-	h.fw.Annotations[v1alpha1.AnnotationApprovedRevision] = v1alpha1.ApprovalOf(tmpl.Revision, "stage-canary-0")
+	h.fw.Annotations[v1alpha1.AnnotationApprovedRevision] = v1alpha1.ApprovalOf(rev, "stage-canary-0")
 	for range 60 {
 		out = h.playRound(t)
 		if out.Plan.Done && out.Status.Stages[1].Phase == fleetv1alpha1.StageSucceeded {
@@ -135,18 +153,9 @@ func TestPlan_StagesRollGroupByGroupBehindTheirGate(t *testing.T) {
 // failures than maxFailures the rollout halts (MaxFailuresExceeded,
 // Stalled) and the next stage never starts.
 func TestPlan_FailuresPastMaxFailuresHaltTheRollout(t *testing.T) {
-	fw := simWorkload(member.Deployment, "web:1", 6, 3, 0, nil)
 	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1"}}, {Index: 2, Clusters: []string{"m2"}}}
-	h := stagedHub(fw, groups)
-	if err := h.rest(); err != nil {
-		t.Fatal(err)
-	}
-	to := simWorkload(member.Deployment, "web:2", 6, 3, 0, nil)
-	to.Generation, to.Status = 2, h.fw.Status
-	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
-		ProgressDeadline: metav1.Duration{Duration: 20 * time.Second}}
-	h.fw = to
-	tmpl, _ := member.ParseTemplate(to.Spec.Template.Raw)
+	h, rev := stagedRollout(t, member.Deployment, 6, 3, 0, 0, groups, &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		ProgressDeadline: metav1.Duration{Duration: 20 * time.Second}})
 	// m1's new pods never start
 	h.members["m1"].Frozen = true
 	var out Output
@@ -172,8 +181,8 @@ func TestPlan_FailuresPastMaxFailuresHaltTheRollout(t *testing.T) {
 	for range 10 {
 		out = h.playRound(t)
 	}
-	if u := h.members["m2"].Count(tmpl.Revision).Updated; u > 0 {
-		t.Fatalf("the stage after the halt started:%s", h.layout(tmpl.Revision))
+	if u := h.members["m2"].Count(rev).Updated; u > 0 {
+		t.Fatalf("the stage after the halt started:%s", h.layout(rev))
 	}
 }
 
@@ -202,17 +211,7 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 			g := rapid.IntRange(0, nGroups-1).Draw(t, "group of "+c)
 			groups[g].Clusters = append(groups[g].Clusters, c)
 		}
-		replicas := int32(rapid.IntRange(1, 12).Draw(t, "replicas"))
-		leastUnavailable := 0
-		if kind == member.StatefulSet {
-			leastUnavailable = 1
-		}
-		mu := int32(rapid.IntRange(leastUnavailable, 3).Draw(t, "maxUnavailable"))
-		ms := int32(rapid.IntRange(0, 2).Draw(t, "maxSurge"))
-		if mu == 0 && ms == 0 {
-			mu = 1
-		}
-		partition := int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition"))
+		replicas, mu, ms, partition := drawLimits(t, kind)
 		spec := &fleetv1alpha1.RolloutStages{
 			Type:           rapid.SampledFrom([]fleetv1alpha1.StageType{fleetv1alpha1.StagesAll, fleetv1alpha1.StagesProgressive, fleetv1alpha1.StagesProgressivePerGroup}).Draw(t, "type"),
 			MinSuccessTime: metav1.Duration{Duration: time.Duration(rapid.IntRange(0, 3).Draw(t, "soak polls")) * poll},
@@ -229,22 +228,10 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 			spec.Gate = &v1alpha1.Gate{Approval: true, SoakSeconds: int32(rapid.IntRange(0, 4).Draw(t, "gate soak"))}
 		}
 
-		h := stagedHub(simWorkload(kind, "web:1", replicas, mu, ms, nil), groups)
-		if err := h.rest(); err != nil {
-			t.Fatalf("bringing the fleet to rest: %v", err)
-		}
-		to := simWorkload(kind, "web:2", replicas, mu, ms, nil)
-		to.Spec.RolloutStrategy.Partition = partition
-		to.Spec.RolloutStrategy.Stages = spec
-		to.Generation, to.Status = 2, h.fw.Status
-		h.fw = to
-		tmpl, err := member.ParseTemplate(to.Spec.Template.Raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, rev := stagedRollout(t, kind, replicas, mu, ms, partition, groups, spec)
 		var out Output
 		check := func(when string) {
-			if breach := h.budgetBreach(tmpl.Revision); breach != "" {
+			if breach := h.budgetBreach(rev); breach != "" {
 				t.Fatalf("%s: %s", when, breach)
 			}
 			for _, s := range out.Status.Stages {
@@ -252,8 +239,8 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 					continue
 				}
 				for _, c := range s.Clusters {
-					if u := h.members[c].Count(tmpl.Revision).Updated; u > 0 {
-						t.Fatalf("%s: %s of stage %s, not started, runs %d units of the new revision:%s", when, c, s.Name, u, h.layout(tmpl.Revision))
+					if u := h.members[c].Count(rev).Updated; u > 0 {
+						t.Fatalf("%s: %s of stage %s, not started, runs %d units of the new revision:%s", when, c, s.Name, u, h.layout(rev))
 					}
 				}
 			}
@@ -264,21 +251,21 @@ func TestPlan_BudgetsHoldAcrossStages(t *testing.T) {
 				lagging[c] = rapid.IntRange(0, 3).Draw(t, "reports late") == 0
 			}
 			if g := h.fw.Status.Gate; g != nil && (r > 100 || rapid.IntRange(0, 3).Draw(t, "approve") == 0) {
-				h.fw.Annotations = map[string]string{v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf(tmpl.Revision, g.Name)}
+				h.fw.Annotations = map[string]string{v1alpha1.AnnotationApprovedRevision: v1alpha1.ApprovalOf(rev, g.Name)}
 			}
-			out, err = h.round()
-			if err != nil {
+			var err error
+			if out, err = h.round(); err != nil {
 				t.Fatalf("round %d: %v", r, err)
 			}
 			if out.Plan.Done && out.Stages.Finished() {
-				endOf(t, h, tmpl.Revision, out.Plan, replicas, partition, "")
+				endOf(t, h, rev, out.Plan, replicas, partition, "")
 				return
 			}
 			if err := h.step(r, lagging, check); err != nil {
 				t.Fatal(err)
 			}
 		}
-		t.Fatalf("no end after %d rounds: %+v:%s", maxWipeRounds, out.Status.Stages, h.layout(tmpl.Revision))
+		t.Fatalf("no end after %d rounds: %+v:%s", maxWipeRounds, out.Status.Stages, h.layout(rev))
 	})
 }
 
@@ -310,17 +297,8 @@ func TestPlan_ANewWorkloadIsNotHeldByItsStages(t *testing.T) {
 // the next stage waits for it (AwaitingConditions) and starts once the
 // canary's object says so.
 func TestPlan_AStageGateAwaitsTheConditionOnTheStagesMemberObjects(t *testing.T) {
-	fw := simWorkload(member.Deployment, "web:1", 6, 1, 1, nil)
-	groups := []stages.Group{{Name: "canary", Index: 0, Clusters: []string{"m0"}}, {Index: 1, Clusters: []string{"m1", "m2"}}}
-	h := stagedHub(fw, groups)
-	if err := h.rest(); err != nil {
-		t.Fatal(err)
-	}
-	to := simWorkload(member.Deployment, "web:2", 6, 1, 1, nil)
-	to.Generation, to.Status = 2, h.fw.Status
-	to.Spec.RolloutStrategy.Stages = &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
-		Gate: &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: "Verified", Status: metav1.ConditionTrue}}}}
-	h.fw = to
+	h, _ := stagedRollout(t, member.Deployment, 6, 1, 1, 0, canaryThenRest, &fleetv1alpha1.RolloutStages{Type: fleetv1alpha1.StagesProgressivePerGroup,
+		Gate: &v1alpha1.Gate{RequiredConditions: []v1alpha1.RequiredCondition{{Type: "Verified", Status: metav1.ConditionTrue}}}})
 	h.members["m1"].Conditions = map[string]string{"Verified": "True"} // another stage's member says nothing for m0
 	var out Output
 	for range 40 {

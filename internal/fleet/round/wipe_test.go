@@ -54,19 +54,7 @@ func TestPlan_AWipedStatusKeepsTheBudgetAndTheRolloutCompletes(t *testing.T) {
 		if !slices.ContainsFunc(names, func(c string) bool { return after[c] > 0 }) {
 			after[names[0]] = 1
 		}
-		replicas := int32(rapid.IntRange(1, 12).Draw(t, "replicas"))
-		// A partitioned member updates a unit by taking it down (validation
-		// asks for maxUnavailable ≥ 1); not both limits 0.
-		leastUnavailable := 0
-		if kind == member.StatefulSet {
-			leastUnavailable = 1
-		}
-		mu := int32(rapid.IntRange(leastUnavailable, 3).Draw(t, "maxUnavailable"))
-		ms := int32(rapid.IntRange(0, 2).Draw(t, "maxSurge"))
-		if mu == 0 && ms == 0 {
-			mu = 1
-		}
-		partition := int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition"))
+		replicas, mu, ms, partition := drawLimits(t, kind)
 
 		h := newSimHub(simWorkload(kind, "web:1", replicas, mu, ms, before), names)
 		if err := h.rest(); err != nil {
@@ -135,6 +123,24 @@ func TestPlan_AWipedStatusKeepsTheBudgetAndTheRolloutCompletes(t *testing.T) {
 		}
 		t.Fatalf("no end after %d rounds:%s", maxWipeRounds, h.layout(tmpl.Revision))
 	})
+}
+
+// drawLimits draws replicas, the global limits and a partition for a
+// workload of kind: a partitioned member updates a unit by taking it down
+// (validation asks for maxUnavailable ≥ 1); not both limits 0.
+func drawLimits(t *rapid.T, kind member.Kind) (replicas, mu, ms, partition int32) {
+	replicas = int32(rapid.IntRange(1, 12).Draw(t, "replicas"))
+	leastUnavailable := 0
+	if kind == member.StatefulSet {
+		leastUnavailable = 1
+	}
+	mu = int32(rapid.IntRange(leastUnavailable, 3).Draw(t, "maxUnavailable"))
+	ms = int32(rapid.IntRange(0, 2).Draw(t, "maxSurge"))
+	if mu == 0 && ms == 0 {
+		mu = 1
+	}
+	partition = int32(rapid.IntRange(0, int(replicas)).Draw(t, "partition"))
+	return replicas, mu, ms, partition
 }
 
 // endOf checks a finished rollout: every unit on its new share and
