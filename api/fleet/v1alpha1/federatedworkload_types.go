@@ -12,6 +12,15 @@ import (
 // FederatedWorkload; its value is "<namespace>.<name>" of the workload.
 const LabelFederatedWorkload = "fleet.lockstep.dev/federatedworkload"
 
+// LabelMemberCluster is on every member object the hub writes: the name of
+// the MemberCluster it was written for. Each of the hub's member connections
+// watches only the objects labelled with its own MemberCluster, and an object
+// labelled for another MemberCluster is not the workload's to write there
+// (two MemberClusters that name the same cluster must not fight over one
+// object). An object without it (written by an older hub) is labelled at the
+// next write.
+const LabelMemberCluster = "fleet.lockstep.dev/member-cluster"
+
 // AnnotationTemplateRevision is on every member object the hub writes: the
 // revision of the pod template (or PodCliqueSet replica template) the member
 // object holds, as status.updateRevision names revisions.

@@ -146,8 +146,10 @@ type Object struct {
 	Template *Template
 	// Namespace and Name are the FederatedWorkload's.
 	Namespace, Name string
-	Replicas        int32
-	Grant           align.Grant
+	// Cluster is the MemberCluster the object is for.
+	Cluster  string
+	Replicas int32
+	Grant    align.Grant
 	// Held is the member object as it stands, nil when it does not exist yet.
 	// A Deployment member that is not started keeps the pod template (and
 	// template revision) it holds.
@@ -176,6 +178,7 @@ func Build(o Object) (*unstructured.Unstructured, error) {
 		lbls = map[string]string{}
 	}
 	lbls[fleetv1alpha1.LabelFederatedWorkload] = o.Namespace + "." + o.Name
+	lbls[fleetv1alpha1.LabelMemberCluster] = o.Cluster
 	u.SetLabels(lbls)
 	ann := maps.Clone(o.Template.Object.GetAnnotations())
 	if ann == nil {

@@ -11,8 +11,8 @@ package member
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lockstep.dev,resources=podcliquesets,verbs=get;list;watch;create;update;patch;delete
-// A Deployment member's ReplicaSets say how far its rollout has gone; the hub
-// watches them (and the member objects) to run the next round at once.
-// (It first asks whether it may, with a SelfSubjectAccessReview, which every
-// authenticated user may create, so an older member role still works.)
-// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// A Deployment member's ReplicaSets say how far its rollout has gone; each
+// round reads them. The hub watches only the member objects (the Deployment
+// controller writes a Deployment's status after each change of its
+// ReplicaSets' counts), not every ReplicaSet of the member.
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list

@@ -44,7 +44,7 @@ func Finalize(fw *fleetv1alpha1.FederatedWorkload, members map[string]Observed) 
 		case !obs.Read:
 			left = append(left, e.Name)
 		case obs.Object == nil:
-		case conflictOf(string(tmpl.Kind), obs.Object, fw) != "":
+		case conflictOf(string(tmpl.Kind), obs.Object, fw, e.Name) != "":
 			kept = append(kept, e.Name)
 		default:
 			writes = append(writes, deleteOf(e.Name, tmpl.Object.GroupVersionKind(), obs.Object))
@@ -57,8 +57,8 @@ func Finalize(fw *fleetv1alpha1.FederatedWorkload, members map[string]Observed) 
 	}
 	if len(kept) > 0 {
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: EventForeignMemberObjectsKept, Action: "Delete",
-			Message: fmt.Sprintf("%s %s/%s in %s is not this workload's (label %s): left in place", tmpl.Kind, fw.Namespace, fw.Name,
-				strings.Join(kept, ", "), fleetv1alpha1.LabelFederatedWorkload)})
+			Message: fmt.Sprintf("%s %s/%s in %s is not this workload's there (labels %s and %s): left in place", tmpl.Kind, fw.Namespace, fw.Name,
+				strings.Join(kept, ", "), fleetv1alpha1.LabelFederatedWorkload, fleetv1alpha1.LabelMemberCluster)})
 	}
 	return writes, events
 }

@@ -92,8 +92,8 @@ func settledFleet(t *testing.T) (*fleetv1alpha1.FederatedWorkload, Input) {
 	fw := withSettledStatus(workload(4), map[string]int32{"a": 2, "b": 2})
 	rest := fleetv1alpha1.MemberGrant{Started: true, Paused: true, MaxUnavailable: 1}
 	in := fleetOf(fw, []string{"a", "b"}, map[string]Observed{
-		"a": {Read: true, Object: settled(t, fw, 2, "uid-a", rest), ReplicaSetsRead: true},
-		"b": {Read: true, Object: settled(t, fw, 2, "uid-b", rest), ReplicaSetsRead: true},
+		"a": {Read: true, Object: settled(t, fw, "a", 2, "uid-a", rest), ReplicaSetsRead: true},
+		"b": {Read: true, Object: settled(t, fw, "b", 2, "uid-b", rest), ReplicaSetsRead: true},
 	})
 	for _, c := range []string{"a", "b"} {
 		obs := in.Members[c]

@@ -210,7 +210,7 @@ func scopeOf(in Input) scope {
 	answered := func(name string) bool { return ready(sc.mcs[name]) && in.Members[name].Read }
 	found := false
 	for name, obs := range in.Members {
-		if answered(name) && obs.Object != nil && ownedBy(obs.Object, fw) {
+		if answered(name) && obs.Object != nil && ownedBy(obs.Object, fw, name) {
 			holding[name], found = true, true
 		}
 	}
@@ -459,7 +459,7 @@ func observeMember(in Input, tmpl *member.Template, sc scope, name string) *obse
 			m.Last = &align.Grant{Started: true}
 			return m
 		}
-		if conflict := conflictOf(string(tmpl.Kind), obj, in.Workload); conflict != "" {
+		if conflict := conflictOf(string(tmpl.Kind), obj, in.Workload, name); conflict != "" {
 			m.conflicted(conflict)
 			m.memory = memory{share: fallback.share, hasShare: fallback.hasShare}
 			return m

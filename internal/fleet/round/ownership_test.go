@@ -21,7 +21,7 @@ func TestConflictOf_OnlyTheWorkloadsOwnLabelMakesAnObjectItsOwn(t *testing.T) {
 		u.SetLabels(lbls)
 		return u
 	}
-	const key = fleetv1alpha1.LabelFederatedWorkload
+	const key, mc = fleetv1alpha1.LabelFederatedWorkload, fleetv1alpha1.LabelMemberCluster
 	cases := []struct {
 		name   string
 		labels map[string]string
@@ -35,10 +35,16 @@ func TestConflictOf_OnlyTheWorkloadsOwnLabelMakesAnObjectItsOwn(t *testing.T) {
 		{"another workload of the namespace", map[string]string{key: "shop.api"}, `(label fleet.lockstep.dev/federatedworkload is "shop.api", not "shop.web")`},
 		{"the same name in another namespace", map[string]string{key: "staging.web"}, `(label fleet.lockstep.dev/federatedworkload is "staging.web", not "shop.web")`},
 		{"the value in another case", map[string]string{key: "Shop.Web"}, `(label fleet.lockstep.dev/federatedworkload is "Shop.Web", not "shop.web")`},
+		{"labelled for this workload and this cluster", map[string]string{key: "shop.web", mc: "eu-1"}, ""},
+		// Two MemberClusters naming one cluster: each holds only its own object.
+		{"labelled for this workload in another cluster", map[string]string{key: "shop.web", mc: "eu-2"},
+			`(label fleet.lockstep.dev/member-cluster is "eu-2", not "eu-1": another MemberCluster names the same cluster)`},
+		{"another workload, labelled for this cluster", map[string]string{key: "shop.api", mc: "eu-1"},
+			`(label fleet.lockstep.dev/federatedworkload is "shop.api", not "shop.web")`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := conflictOf("Deployment", obj(c.labels), fw)
+			got := conflictOf("Deployment", obj(c.labels), fw, "eu-1")
 			if c.want == "" {
 				if got != "" {
 					t.Fatalf("an object of the workload's is a conflict: %q", got)

@@ -75,15 +75,16 @@ func fleetOf(fw *fleetv1alpha1.FederatedWorkload, clusters []string, members map
 	return in
 }
 
-// settled is the member object a round built for fw with replicas, as a
-// member that observed it and runs all of them available reports it.
-func settled(t *testing.T, fw *fleetv1alpha1.FederatedWorkload, replicas int32, uid string, grant fleetv1alpha1.MemberGrant) *unstructured.Unstructured {
+// settled is the member object a round built for fw in cluster with
+// replicas, as a member that observed it and runs all of them available
+// reports it.
+func settled(t *testing.T, fw *fleetv1alpha1.FederatedWorkload, cluster string, replicas int32, uid string, grant fleetv1alpha1.MemberGrant) *unstructured.Unstructured {
 	t.Helper()
 	tmpl, err := member.ParseTemplate(fw.Spec.Template.Raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Replicas: replicas, Grant: alignGrant(grant)})
+	obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Cluster: cluster, Replicas: replicas, Grant: alignGrant(grant)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,9 +273,9 @@ func TestPlan_ALeaverIsDeletedByItsPreconditionsAndForgottenOnceGone(t *testing.
 	fw := withSettledStatus(workload(4), map[string]int32{"a": 4, "b": 0})
 	fw.Status.Clusters[1].Replicas, fw.Status.Clusters[1].UpdatedReplicas, fw.Status.Clusters[1].AvailableReplicas = 0, 0, 0
 	rest := fleetv1alpha1.MemberGrant{Started: true, Paused: true, MaxUnavailable: 1}
-	b := settled(t, fw, 0, "uid-b", rest)
+	b := settled(t, fw, "b", 0, "uid-b", rest)
 	in := fleetOf(fw, []string{"a"}, map[string]Observed{
-		"a": {Read: true, Object: settled(t, fw, 4, "uid-a", rest)},
+		"a": {Read: true, Object: settled(t, fw, "a", 4, "uid-a", rest)},
 		"b": {Read: true, Object: b},
 	})
 	// b is Ready but no longer in a set bound to the namespace
@@ -333,7 +334,7 @@ func TestPlan_TheLostTimeoutRunsOnTheRoundsClock(t *testing.T) {
 // not reach.
 func TestFinalize_DeletesOnlyTheWorkloadsOwnObjects(t *testing.T) {
 	fw := withSettledStatus(workload(6), map[string]int32{"a": 2, "b": 2, "c": 2, "d": 0})
-	own := settled(t, fw, 2, "uid-a", fleetv1alpha1.MemberGrant{})
+	own := settled(t, fw, "a", 2, "uid-a", fleetv1alpha1.MemberGrant{})
 	foreign := own.DeepCopy()
 	foreign.SetLabels(nil)
 	writes, evs := Finalize(fw, map[string]Observed{"a": {Read: true, Object: own}, "b": {Read: true, Object: foreign}, "d": {Read: true}})

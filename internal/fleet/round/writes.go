@@ -48,7 +48,7 @@ func writesOf(fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, ms []*
 		if held == nil {
 			held = m.holdFrom
 		}
-		obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Replicas: m.Desired, Grant: grants[m.Name], Held: held})
+		obj, err := member.Build(member.Object{Template: tmpl, Namespace: fw.Namespace, Name: fw.Name, Cluster: m.Name, Replicas: m.Desired, Grant: grants[m.Name], Held: held})
 		if err != nil {
 			unwritable = append(unwritable, fmt.Sprintf("cluster %s: building %s %s/%s: %v", m.Name, tmpl.Kind, fw.Namespace, fw.Name, err))
 			continue

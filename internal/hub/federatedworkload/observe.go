@@ -86,7 +86,7 @@ func (r *Reconciler) readMembers(ctx context.Context, reads round.Reads) []membe
 	g.SetLimit(r.memberConcurrency())
 	for i, name := range reads.Clusters {
 		out[i].name = name
-		conn, ok := r.Members.Get(name)
+		conn, ok := r.Members.Get(name, reads.Kind)
 		if !ok {
 			continue
 		}

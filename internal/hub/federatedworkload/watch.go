@@ -9,12 +9,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,18 +29,18 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/hub/members"
 )
 
-// The member objects the hub writes, and a Deployment's ReplicaSets, watched
-// in every member. Their metadata is enough: an event only says which
-// workload to run a round for, and the round reads the objects live.
-var (
-	memberObjectKinds = []schema.GroupVersionKind{
-		appsv1.SchemeGroupVersion.WithKind("Deployment"),
-		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
-		v1alpha1.GroupVersion.WithKind("PodCliqueSet"),
-	}
-	replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-	deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
-)
+// The member objects the hub writes, watched in every member it acts in.
+// Their metadata is enough: an event only says which workload to run a round
+// for, and the round reads the objects (and a Deployment's ReplicaSets) live.
+// A Deployment's ReplicaSets are not watched: they carry their pods' labels,
+// not the hub's, so a watch would take every ReplicaSet of the member, and
+// the Deployment controller writes the Deployment's status after each change
+// of their counts, which is the event the hub needs.
+var memberObjectKinds = map[schema.GroupVersionKind]bool{
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):  true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"): true,
+	v1alpha1.GroupVersion.WithKind("PodCliqueSet"):    true,
+}
 
 // statusToGrant is how long after the hub saw a member object change the
 // next round handed out new grants.
@@ -65,10 +63,10 @@ var staleRounds = prometheus.NewCounter(prometheus.CounterOpts{
 
 // MemberEvents turns changes of the member objects the hub labelled into
 // rounds of their FederatedWorkloads. It is a members.Watcher: each member
-// connection's cache keeps the metadata of those objects (only the ones
-// labelled fleet.lockstep.dev/federatedworkload; ReplicaSets all, by their
-// Deployment), and its informers feed one channel the controller watches
-// (source.Channel). The rounds still read the objects live.
+// connection's cache keeps the metadata of the objects labelled for its own
+// MemberCluster (fleet.lockstep.dev/member-cluster), and its informers feed
+// one channel the controller watches (source.Channel). The rounds still read
+// the objects live.
 type MemberEvents struct {
 	ch chan event.GenericEvent
 
@@ -86,55 +84,28 @@ func NewMemberEvents() *MemberEvents {
 
 var _ members.Watcher = (*MemberEvents)(nil)
 
-// Configure implements members.Watcher: the member connection's cache keeps
-// only the hub's objects (its default label selector), but for ReplicaSets,
-// and no managed fields. The selector is the default rather than one per
-// member kind because a per-kind entry is resolved when the connection is
-// made, and a member without the PodCliqueSet CRD would then refuse every
-// connection.
-func (e *MemberEvents) Configure(o *cluster.Options) {
-	owned := labels.NewSelector()
-	if req, err := labels.NewRequirement(fleetv1alpha1.LabelFederatedWorkload, selection.Exists, nil); err == nil {
-		owned = owned.Add(*req)
-	}
-	o.Cache.DefaultLabelSelector = owned
-	if o.Cache.ByObject == nil {
-		o.Cache.ByObject = map[client.Object]cache.ByObject{}
-	}
-	o.Cache.ByObject[metadataOf(replicaSetKind)] = cache.ByObject{Label: labels.Everything()}
+// Configure implements members.Watcher: the connection's cache keeps only
+// the objects the hub wrote for this MemberCluster (its default label
+// selector, which the member's apiserver applies), without managed fields.
+// Two MemberClusters that name one cluster so each see their own objects
+// only. The selector is the default rather than one per member kind because
+// a per-kind entry is resolved when the connection is made, and a member
+// without the PodCliqueSet CRD would then refuse every connection.
+func (e *MemberEvents) Configure(member string, o *cluster.Options) {
+	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{fleetv1alpha1.LabelMemberCluster: member})
 	o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 }
 
-// Watch implements members.Watcher: it adds the member's informers, which
-// start with the connection. A kind the member does not serve (a
+// Watch implements members.Watcher: it adds the member's informer of kind,
+// which runs with the connection. A kind the member does not serve (a
 // PodCliqueSet CRD not installed) is skipped: a workload of that kind cannot
 // be placed there, and the resync still reads the member.
-func (e *MemberEvents) Watch(ctx context.Context, member string, c cluster.Cluster) {
-	log := ctrl.Log.WithName("members").WithValues("member", member)
-	for _, gvk := range memberObjectKinds {
-		e.watch(ctx, log, c, gvk, workloadOf)
-	}
-	// A ReplicaSet carries its pods' labels, not the hub's: it maps to its
-	// Deployment, which the cache holds only when the hub labelled it. A
-	// member role without list and watch on ReplicaSets (an older one) goes
-	// without: the Deployment's status follows its ReplicaSets anyway.
-	if !mayWatch(ctx, c, "apps", "replicasets") {
-		log.Info("the hub may not list and watch ReplicaSets in this member; watching its Deployments only")
+func (e *MemberEvents) Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind) {
+	if !memberObjectKinds[kind] {
 		return
 	}
-	e.watch(ctx, log, c, replicaSetKind, func(o client.Object) (types.NamespacedName, bool) {
-		for _, ref := range o.GetOwnerReferences() {
-			if ref.Kind != deploymentKind.Kind || ref.APIVersion != deploymentKind.GroupVersion().String() {
-				continue
-			}
-			dep := metadataOf(deploymentKind)
-			if err := c.GetCache().Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}, dep); err != nil {
-				return types.NamespacedName{}, false
-			}
-			return workloadOf(dep)
-		}
-		return types.NamespacedName{}, false
-	})
+	log := ctrl.Log.WithName("members").WithValues("member", member)
+	e.watch(ctx, log, c, kind, workloadOf)
 }
 
 func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Cluster, gvk schema.GroupVersionKind, workload func(client.Object) (types.NamespacedName, bool)) {
@@ -207,21 +178,6 @@ func workloadOf(o client.Object) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-// mayWatch asks the member whether the hub may list and watch resource
-// (SelfSubjectAccessReview, which every authenticated user may create).
-func mayWatch(ctx context.Context, c cluster.Cluster, group, resource string) bool {
-	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-	defer cancel()
-	for _, verb := range []string{"list", "watch"} {
-		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource}}}
-		if err := c.GetClient().Create(ctx, r); err != nil || !r.Status.Allowed {
-			return false
-		}
-	}
-	return true
 }
 
 func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {

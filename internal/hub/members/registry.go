@@ -15,32 +15,34 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // Clusters gives the running connection to a member by MemberCluster name.
 type Clusters interface {
-	// Get returns the member's cluster, and false when the hub holds no
-	// connection to it (never Ready yet, deleted, or its kubeconfig changed
-	// and it was not Ready since).
-	Get(name string) (cluster.Cluster, bool)
+	// Get returns the member's cluster for objects of kind, and false when
+	// the hub holds no connection to it (never Ready yet, deleted, or its
+	// kubeconfig changed and it was not Ready since).
+	Get(name string, kind schema.GroupVersionKind) (cluster.Cluster, bool)
 }
 
 // Watcher is told of every member connection the registry makes: a
 // controller that watches member objects registers one (AddWatcher) before
 // the manager starts.
 type Watcher interface {
-	// Configure adjusts the options of a member connection before it is made
-	// (its cache: what it watches and keeps).
-	Configure(o *cluster.Options)
-	// Watch sets up the watches of a connection the first time a controller
-	// uses it (Get): a member no workload is placed on costs no watch, so a
-	// hub with many members watches only those it acts in. It runs outside
-	// the registry's lock, on a goroutine of its own; ctx ends when the
-	// connection stops. It must not fail the connection: a kind the member
-	// does not serve is skipped.
-	Watch(ctx context.Context, member string, c cluster.Cluster)
+	// Configure adjusts the options of the connection to member before it is
+	// made (its cache: what it watches and keeps).
+	Configure(member string, o *cluster.Options)
+	// Watch sets up the watch of kind in a connection the first time a
+	// controller uses it for that kind (Get): a member no workload is placed
+	// on costs no watch, and one that runs only Deployments watches only
+	// Deployments, so a hub with many members watches only what it acts on.
+	// It runs outside the registry's lock, on a goroutine of its own; ctx
+	// ends when the connection stops. It must not fail the connection: a kind
+	// the member does not serve is skipped.
+	Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind)
 }
 
 // Registry is the set of running member connections. It is a manager Runnable:
@@ -64,20 +66,24 @@ type member struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
-	// watchers are told of the connection once, at its first use.
+	// watchers are told of each kind the connection is used for once, at its
+	// first use; watched holds those kinds (guarded by the registry's lock).
 	watchers []Watcher
-	watched  sync.Once
+	watched  map[schema.GroupVersionKind]bool
 }
 
-// watch starts the watchers of m, once, on a goroutine of their own.
-func (m *member) watch(name string) {
-	m.watched.Do(func() {
-		go func() {
-			for _, w := range m.watchers {
-				w.Watch(m.ctx, name, m.cluster)
-			}
-		}()
-	})
+// watch starts the watchers of m for kind, once, on a goroutine of their
+// own. Call it with the registry's lock held.
+func (m *member) watch(name string, kind schema.GroupVersionKind) {
+	if m.watched[kind] {
+		return
+	}
+	m.watched[kind] = true
+	go func() {
+		for _, w := range m.watchers {
+			w.Watch(m.ctx, name, m.cluster, kind)
+		}
+	}()
 }
 
 // NewRegistry returns an empty registry whose member clusters use scheme.
@@ -95,14 +101,14 @@ func (r *Registry) AddWatcher(w Watcher) {
 }
 
 // Get implements Clusters.
-func (r *Registry) Get(name string) (cluster.Cluster, bool) {
+func (r *Registry) Get(name string, kind schema.GroupVersionKind) (cluster.Cluster, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.members[name]
 	if !ok {
 		return nil, false
 	}
-	m.watch(name)
+	m.watch(name, kind)
 	return m.cluster, true
 }
 
@@ -138,15 +144,17 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 	c, err := r.newCluster(rest.CopyConfig(cfg), func(o *cluster.Options) {
 		o.Scheme = r.scheme
 		o.Logger = r.log.WithValues("member", name)
+		o.MapperProvider = newGroupVersionMapper
 		for _, w := range watchers {
-			w.Configure(o)
+			w.Configure(name, o)
 		}
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to member %s: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{cluster: c, identity: identity, ctx: ctx, cancel: cancel, done: make(chan struct{}), watchers: watchers}
+	m := &member{cluster: c, identity: identity, ctx: ctx, cancel: cancel, done: make(chan struct{}), watchers: watchers,
+		watched: map[schema.GroupVersionKind]bool{}}
 
 	r.mu.Lock()
 	if other, raced := r.members[name]; raced {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
@@ -68,7 +69,7 @@ func TestRegistry_StoppingAMemberDoesNotBlockTheOthers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		gone := false
-		if !within(10*time.Second, func() { _, ok := r.Get("slow"); gone = !ok }) {
+		if !within(10*time.Second, func() { _, ok := r.Get("slow", deployments); gone = !ok }) {
 			t.Fatal("Get blocked while a member connection was stopping")
 		}
 		if gone {
@@ -85,7 +86,7 @@ func TestRegistry_StoppingAMemberDoesNotBlockTheOthers(t *testing.T) {
 	default:
 	}
 	if !within(10*time.Second, func() {
-		if _, ok := r.Get("other"); !ok {
+		if _, ok := r.Get("other", deployments); !ok {
 			t.Error("the other member is gone")
 		}
 		_ = r.Names()
@@ -103,16 +104,21 @@ type blockingWatcher struct {
 	release             chan struct{}
 }
 
-func (w *blockingWatcher) Configure(*cluster.Options) { w.configured <- "" }
+var (
+	deployments  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+)
 
-func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster) {
-	w.watched <- member
+func (w *blockingWatcher) Configure(member string, _ *cluster.Options) { w.configured <- member }
+
+func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster, kind schema.GroupVersionKind) {
+	w.watched <- member + " " + kind.Kind
 	<-w.release
 }
 
-// A watcher's set-up (which asks the member for its kinds) waits for the
-// connection's first use (Get), runs once, and runs outside the registry's
-// lock: a Get while it is under way does not block.
+// A watcher's set-up of a kind (which asks the member for it) waits for the
+// connection's first use for that kind (Get), runs once per kind, and runs
+// outside the registry's lock: a Get while it is under way does not block.
 func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -124,7 +130,10 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-w.configured:
+	case m := <-w.configured:
+		if m != "m1" {
+			t.Fatalf("the watcher configured the connection of %q, want m1", m)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher did not configure the connection")
 	}
@@ -133,19 +142,19 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 		t.Fatalf("the watcher was told of %s before anything used it", m)
 	default:
 	}
-	if _, ok := r.Get("m1"); !ok {
+	if _, ok := r.Get("m1", deployments); !ok {
 		t.Fatal("m1 is not in the registry")
 	}
 	select {
 	case m := <-w.watched:
-		if m != "m1" {
-			t.Fatalf("watched %q, want m1", m)
+		if m != "m1 Deployment" {
+			t.Fatalf("watched %q, want m1 Deployment", m)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher was not told of the connection at its first use")
 	}
 	if !within(10*time.Second, func() {
-		if _, ok := r.Get("m1"); !ok {
+		if _, ok := r.Get("m1", deployments); !ok {
 			t.Error("m1 is not in the registry")
 		}
 	}) {
@@ -155,5 +164,24 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 	case m := <-w.watched:
 		t.Fatalf("the watcher was told of %s twice", m)
 	default:
+	}
+	// Another kind is watched at its own first use, once.
+	for range 2 {
+		if _, ok := r.Get("m1", statefulSets); !ok {
+			t.Fatal("m1 is not in the registry")
+		}
+	}
+	select {
+	case m := <-w.watched:
+		if m != "m1 StatefulSet" {
+			t.Fatalf("watched %q, want m1 StatefulSet", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher was not told of the second kind at its first use")
+	}
+	select {
+	case m := <-w.watched:
+		t.Fatalf("the watcher was told of %s twice", m)
+	case <-time.After(100 * time.Millisecond):
 	}
 }

@@ -41,7 +41,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +75,7 @@ type options struct {
 	concurrentRounds    int
 	hubQPS, memberNodes int
 	readyDelay          string
+	profile             bool
 }
 
 func main() {
@@ -95,6 +95,7 @@ func main() {
 	flag.DurationVar(&o.settleTimeout, "settle-timeout", 15*time.Minute, "how long the workloads may take to settle")
 	flag.DurationVar(&o.rolloutTimeout, "rollout-timeout", 20*time.Minute, "how long the rollouts may take")
 	flag.BoolVar(&o.keep, "keep", false, "leave the fleet running")
+	flag.BoolVar(&o.profile, "profile", false, "serve the hub's pprof and save its heap when settled and after the rollout, and 60 s of CPU from the rollout's start, beside its log")
 	flag.StringVar(&o.name, "fleet", "lockstep-benchhub", "kwok cluster name prefix of the fleet")
 	flag.Parse()
 	for _, s := range strings.Split(clusters, ",") {
@@ -157,9 +158,6 @@ func run(o options) error {
 		if kubeconfigs[i], err = os.ReadFile(filepath.Join(f.Dir, short+".hub.kubeconfig")); err != nil {
 			return err
 		}
-		if err := allowReplicaSetWatch(ctx, reals[i]); err != nil {
-			return fmt.Errorf("%s: %w", short, err)
-		}
 		// Only the aliases are MemberClusters of the bench.
 		mc := &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: short}}
 		if err := f.Hub.Delete(ctx, mc); client.IgnoreNotFound(err) != nil {
@@ -178,24 +176,6 @@ func run(o options) error {
 		printResults(o, results)
 	}
 	logf("bench-hub done in %s", time.Since(start).Round(time.Second))
-	return nil
-}
-
-// allowReplicaSetWatch grants the hub's identity in a member list and watch
-// on ReplicaSets, which the hub's watch of a Deployment's ReplicaSets needs
-// beyond config/fleet/member-rbac/role.yaml of this checkout (without it the
-// hub watches the Deployments only).
-func allowReplicaSetWatch(ctx context.Context, c client.Client) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lockstep-benchhub-replicasets"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lockstep-benchhub-replicasets"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "lockstep-system", Name: "lockstep-hub"}}}
-	for _, o := range []client.Object{role, binding} {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -284,6 +264,8 @@ func phase(ctx context.Context, o options, f *fleetenv.Fleet, binary string, rea
 	res.settle = time.Since(t0)
 	logf("  placements and workloads created and settled in %s", res.settle.Round(time.Second))
 
+	hub.saveProfile(n, "heap", "settled-heap")
+	hub.saveProfile(n, "goroutine", "settled-goroutine")
 	before, err := scrape(hub.metricsURL)
 	if err != nil {
 		return res, err
@@ -298,6 +280,8 @@ func phase(ctx context.Context, o options, f *fleetenv.Fleet, binary string, rea
 	}
 	// Every workload to the new image, as fast as the hub's apiserver takes it.
 	t0 = time.Now()
+	cpuProfile := make(chan struct{})
+	go func() { defer close(cpuProfile); hub.saveProfile(n, "profile?seconds=60", "rollout-cpu") }()
 	for w := range o.workloads {
 		var fw fleetv1alpha1.FederatedWorkload
 		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("fw-%d", w)}
@@ -318,6 +302,8 @@ func phase(ctx context.Context, o options, f *fleetenv.Fleet, binary string, rea
 	}
 	res.rollout = time.Since(t0)
 	res.completed, _, _ = settled(ctx, f.Hub, ns, 2)
+	hub.saveProfile(n, "heap", "rollout-heap")
+	<-cpuProfile
 	logf("  %d/%d rollouts complete in %s", res.completed, o.workloads, res.rollout.Round(time.Second))
 
 	cpu1, err := cpuSeconds(hub.pid())
@@ -456,7 +442,36 @@ func cleanup(ctx context.Context, hub client.Client, reals []client.Client, ns s
 type hubProcess struct {
 	cmd                 *exec.Cmd
 	logPath, metricsURL string
-	exited              chan struct{}
+	// pprofURL is the hub's pprof index with -profile, else "".
+	pprofURL string
+	exited   chan struct{}
+}
+
+// saveProfile writes the hub's pprof profile (e.g. "heap",
+// "profile?seconds=60") beside its log as hub-<n>-<name>.pprof; nothing
+// without -profile.
+func (h *hubProcess) saveProfile(n int, profile, name string) {
+	if h.pprofURL == "" {
+		return
+	}
+	resp, err := http.Get(h.pprofURL + profile)
+	if err != nil {
+		logf("  profile %s: %v", name, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	path := filepath.Join(filepath.Dir(h.logPath), fmt.Sprintf("hub-%d-%s.pprof", n, name))
+	out, err := os.Create(path)
+	if err != nil {
+		logf("  profile %s: %v", name, err)
+		return
+	}
+	defer func() { _ = out.Close() }()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		logf("  profile %s: %v", name, err)
+		return
+	}
+	logf("  saved %s", path)
 }
 
 func (h *hubProcess) pid() int { return h.cmd.Process.Pid }
@@ -477,7 +492,7 @@ func (h *hubProcess) stop() {
 }
 
 func startHub(ctx context.Context, o options, f *fleetenv.Fleet, binary string, n int) (*hubProcess, error) {
-	ports := make([]int, 3)
+	ports := make([]int, 4)
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -496,6 +511,10 @@ func startHub(ctx context.Context, o options, f *fleetenv.Fleet, binary string, 
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(ports[1]), "--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[2]),
 		"--member-probe-interval", o.probeInterval.String(),
 		"--kube-api-qps", strconv.Itoa(o.hubQPS), "--kube-api-burst", strconv.Itoa(2 * o.hubQPS)}
+	if o.profile {
+		h.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", ports[3])
+		args = append(args, "--pprof-bind-address", "127.0.0.1:"+strconv.Itoa(ports[3]))
+	}
 	if o.rolloutPoll > 0 {
 		args = append(args, "--rollout-poll", o.rolloutPoll.String())
 	}

@@ -63,8 +63,15 @@ type fedFleet struct {
 
 func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 	t.Helper()
+	return newFedFleetOn(t, prefix, proxied, memberEnv, member2Env)
+}
+
+// newFedFleetOn is newFedFleet with its two MemberClusters on envA and envB
+// (the same cluster for both, registered twice, when envA is envB).
+func newFedFleetOn(t *testing.T, prefix string, proxied bool, envA, envB *testenv.Cluster) *fedFleet {
+	t.Helper()
 	f := &fedFleet{t: t, ns: newOwnNamespace(t, prefix), clusters: []string{prefix + "-a", prefix + "-b"}, statusImage: map[string]string{}}
-	f.envs = map[string]*testenv.Cluster{f.clusters[0]: memberEnv, f.clusters[1]: member2Env}
+	f.envs = map[string]*testenv.Cluster{f.clusters[0]: envA, f.clusters[1]: envB}
 	servers := map[string]string{}
 	if proxied {
 		f.proxies = map[string]*proxy{}
@@ -73,8 +80,8 @@ func newFedFleet(t *testing.T, prefix string, proxied bool) *fedFleet {
 			servers[c] = f.proxies[c].addr
 		}
 	}
-	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, memberEnv, servers[f.clusters[0]])})
-	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, member2Env, servers[f.clusters[1]])})
+	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, envA, servers[f.clusters[0]])})
+	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, envB, servers[f.clusters[1]])})
 	createMemberCluster(t, f.clusters[0], f.ns+"-a", map[string]string{"fw-test": f.ns, "weight": "2"})
 	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, "weight": "3"})
 	f.startHub()

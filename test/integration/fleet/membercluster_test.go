@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	appsv1 "k8s.io/api/apps/v1"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +42,9 @@ import (
 var testProbes = hub.Options{ProbeInterval: time.Second, ProbeTimeout: time.Second, FleetNamespace: testenv.FleetNamespace}
 
 // runHub runs both hub controllers with a fresh member registry.
+// deploymentKind is the kind the registry's connections are asked for here.
+var deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
 func runHub(t *testing.T) *members.Registry {
 	t.Helper()
 	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
@@ -168,7 +172,7 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 				want = metav1.ConditionTrue
 			}
 			mc := waitForReady(t, tc.name, want, tc.reason, 20*time.Second)
-			_, connected := reg.Get(tc.name)
+			_, connected := reg.Get(tc.name, deploymentKind)
 			if connected != (want == metav1.ConditionTrue) {
 				t.Errorf("registry holds a connection: %v, want %v", connected, want == metav1.ConditionTrue)
 			}
@@ -194,7 +198,7 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 		waitForReady(t, "mc-no-secret", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 10*time.Second)
 	})
 	t.Run("a changed kubeconfig replaces the connection", func(t *testing.T) {
-		before, ok := reg.Get("mc-no-secret")
+		before, ok := reg.Get("mc-no-secret", deploymentKind)
 		if !ok {
 			t.Fatal("no connection to mc-no-secret")
 		}
@@ -207,19 +211,19 @@ func TestMemberCluster_ReadyReasonSaysWhichStepFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "a new connection to mc-no-secret", func() (bool, string) {
-			after, ok := reg.Get("mc-no-secret")
+			after, ok := reg.Get("mc-no-secret", deploymentKind)
 			return ok && after != before, "same connection"
 		})
 	})
 	t.Run("a deleted MemberCluster loses its connection", func(t *testing.T) {
-		if _, ok := reg.Get("mc-good"); !ok {
+		if _, ok := reg.Get("mc-good", deploymentKind); !ok {
 			t.Fatal("no connection to mc-good")
 		}
 		if err := hubEnv.Client.Delete(context.Background(), &fleetv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "mc-good"}}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "connection to mc-good dropped", func() (bool, string) {
-			_, ok := reg.Get("mc-good")
+			_, ok := reg.Get("mc-good", deploymentKind)
 			return !ok, "still connected"
 		})
 	})
@@ -240,7 +244,7 @@ func TestMemberCluster_StoppedMemberTurnsNotReadyAndBack(t *testing.T) {
 	createMemberCluster(t, "stop-b-proxied", ns+"-proxied", lbls)
 	waitForReady(t, "stop-a-direct", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
 	waitForReady(t, "stop-b-proxied", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
-	conn, ok := reg.Get("stop-b-proxied")
+	conn, ok := reg.Get("stop-b-proxied", deploymentKind)
 	if !ok {
 		t.Fatal("no connection to stop-b-proxied")
 	}
@@ -256,7 +260,7 @@ func TestMemberCluster_StoppedMemberTurnsNotReadyAndBack(t *testing.T) {
 	waitForReady(t, "stop-b-proxied", metav1.ConditionFalse, fleetv1alpha1.MemberClusterReasonUnreachable, 30*time.Second)
 	t.Logf("Ready=False %s after the member stopped answering", time.Since(stopped).Round(100*time.Millisecond))
 	waitForState(t, w, []sliceWant{{1, 0, []string{"stop-a-direct"}}})
-	if again, ok := reg.Get("stop-b-proxied"); !ok || again != conn {
+	if again, ok := reg.Get("stop-b-proxied", deploymentKind); !ok || again != conn {
 		t.Errorf("the connection to a member that is only unreachable was replaced or dropped")
 	}
 
@@ -491,7 +495,7 @@ func TestMemberCluster_ARefusedKubeconfigDropsTheConnection(t *testing.T) {
 	createSecret(t, "mc-turns-insecure", map[string][]byte{"kubeconfig": memberKubeconfig(t, nil)})
 	createMemberCluster(t, "mc-turns-insecure", "mc-turns-insecure", nil)
 	waitForReady(t, "mc-turns-insecure", metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
-	if _, ok := reg.Get("mc-turns-insecure"); !ok {
+	if _, ok := reg.Get("mc-turns-insecure", deploymentKind); !ok {
 		t.Fatal("no connection to mc-turns-insecure")
 	}
 
@@ -520,7 +524,7 @@ func TestMemberCluster_ARefusedKubeconfigDropsTheConnection(t *testing.T) {
 	if c := meta.FindStatusCondition(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady)); !strings.Contains(c.Message, field) {
 		t.Errorf("the condition does not name %s: %s", field, c.Message)
 	}
-	if _, ok := reg.Get("mc-turns-insecure"); ok {
+	if _, ok := reg.Get("mc-turns-insecure", deploymentKind); ok {
 		t.Error("the hub kept its connection to a member whose kubeconfig it refuses")
 	}
 	waitForMemberEvent(t, "mc-turns-insecure", fleetv1alpha1.MemberClusterReasonKubeconfigRejected, field)
@@ -558,7 +562,7 @@ func TestMemberCluster_ASecretOutsideTheFleetNamespaceIsNeverRead(t *testing.T) 
 	if n := reads.Load(); n != 0 {
 		t.Errorf("the controller read the Secret %d times", n)
 	}
-	if _, ok := reg.Get("mc-other-hubs"); ok {
+	if _, ok := reg.Get("mc-other-hubs", deploymentKind); ok {
 		t.Error("the hub connected to the member")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"maps"
 	"strings"
 	"sync"
@@ -115,6 +116,34 @@ func hubFields(u *unstructured.Unstructured) int {
 		}
 	}
 	return n
+}
+
+// Two MemberClusters whose kubeconfigs name the same cluster (one cluster
+// registered twice) must not share the workload's object there: each would
+// write its own share into it, and the budget would count its pods twice.
+// The first to create the object holds it; the other's is a conflict, named
+// in its status, and nothing is written for it.
+func TestFederatedWorkload_TwoMemberClustersNamingOneClusterDoNotShareItsObject(t *testing.T) {
+	f := newFedFleetOn(t, "fw-twice", false, memberEnv, memberEnv)
+	f.createWorkload(4, intstr.FromInt32(1), intstr.FromInt32(0), nil)
+	var holder string
+	eventually(t, fwStepTimeout, "the Deployment labelled for one of the MemberClusters", func() (bool, string) {
+		d := f.deployment(f.clusters[0])
+		if d == nil {
+			return false, "no Deployment yet"
+		}
+		holder = d.GetLabels()[fleetv1alpha1.LabelMemberCluster]
+		return holder != "", fmt.Sprintf("labels %v", d.GetLabels())
+	})
+	other := f.clusters[0]
+	if holder == other {
+		other = f.clusters[1]
+	}
+	f.waitForConflict(other, f.conflictMessage(fmt.Sprintf("label %s is %q, not %q: another MemberCluster names the same cluster",
+		fleetv1alpha1.LabelMemberCluster, holder, other)), holder)
+	if got := f.deployment(holder).GetLabels()[fleetv1alpha1.LabelMemberCluster]; got != holder {
+		t.Errorf("the Deployment was taken over: labelled for %q, want %q", got, holder)
+	}
 }
 
 // conflictMessage is the waiting of a member whose object is not the
@@ -386,8 +415,8 @@ type hookedMembers struct {
 	hook    func(obj client.Object, err error)
 }
 
-func (h hookedMembers) Get(name string) (cluster.Cluster, bool) {
-	c, ok := h.Clusters.Get(name)
+func (h hookedMembers) Get(name string, kind schema.GroupVersionKind) (cluster.Cluster, bool) {
+	c, ok := h.Clusters.Get(name, kind)
 	if !ok || name != h.cluster {
 		return c, ok
 	}

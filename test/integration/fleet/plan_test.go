@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"os"
 	"path/filepath"
 	"slices"
@@ -658,8 +659,8 @@ type recordingMembers struct {
 	all    map[string][]sentRequest
 }
 
-func (r *recordingMembers) Get(name string) (cluster.Cluster, bool) {
-	c, ok := r.Clusters.Get(name)
+func (r *recordingMembers) Get(name string, kind schema.GroupVersionKind) (cluster.Cluster, bool) {
+	c, ok := r.Clusters.Get(name, kind)
 	if !ok {
 		return nil, false
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"io"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -117,11 +118,11 @@ type substitute struct {
 	conn cluster.Cluster
 }
 
-func (s substitute) Get(name string) (cluster.Cluster, bool) {
+func (s substitute) Get(name string, kind schema.GroupVersionKind) (cluster.Cluster, bool) {
 	if name == s.name {
 		return s.conn, true
 	}
-	return s.Clusters.Get(name)
+	return s.Clusters.Get(name, kind)
 }
 
 // A member whose writes hang costs its own write a timeout and holds back no
