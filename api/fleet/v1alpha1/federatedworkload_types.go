@@ -41,6 +41,14 @@ const AnnotationTemplateRevision = "fleet.lockstep.dev/template-revision"
 // counts as none (the round then falls back to status.clusters).
 const AnnotationGrant = "fleet.lockstep.dev/grant"
 
+// AnnotationApplied is on every member object the hub writes: a digest of
+// the fields it wrote there last. A round whose object for a member has the
+// same digest, and whose every field still holds its value in the member,
+// sends that member nothing: a settled workload costs its members reads
+// only. Any change (of the hub's decision, the template, or a field someone
+// edited in the member) is written as before.
+const AnnotationApplied = "fleet.lockstep.dev/applied"
+
 // MaxFederatedClusters bounds status.clusters: a FederatedWorkload is placed
 // on at most this many clusters at once.
 const MaxFederatedClusters = 1000

@@ -220,6 +220,51 @@ func TestPlan_ASettledFleetIsReassertedByUID(t *testing.T) {
 	}
 }
 
+// A member that already holds everything a round would write (the same
+// fields, as last written, each with its value) is sent nothing: a settled
+// fleet costs its members reads only. An edit in a member (a `kubectl
+// scale`) is written back, to that member alone.
+func TestPlan_AMemberThatHoldsItAllIsSentNothing(t *testing.T) {
+	fw, in := settledFleet(t)
+	first := Plan(in)
+	if len(first.Writes) != 2 {
+		t.Fatalf("writes %+v, want both members re-asserted (neither records what was written)", first.Writes)
+	}
+	// Each member takes its write; its apiserver defaults a field more.
+	for _, w := range first.Writes {
+		obs := in.Members[w.Cluster]
+		held := obs.Object.DeepCopy()
+		lbls, ann := held.GetLabels(), held.GetAnnotations()
+		maps.Copy(lbls, w.Object.GetLabels())
+		maps.Copy(ann, w.Object.GetAnnotations())
+		held.SetLabels(lbls)
+		held.SetAnnotations(ann)
+		spec := w.Object.DeepCopy().Object["spec"].(map[string]any)
+		spec["revisionHistoryLimit"] = int64(10)
+		held.Object["spec"] = spec
+		obs.Object = held
+		in.Members[w.Cluster] = obs
+	}
+	in.Workload = fw.DeepCopy()
+	in.Workload.Status = first.Status
+	if out := Plan(in); len(out.Writes) != 0 {
+		t.Fatalf("writes %+v to members that hold it all", out.Writes)
+	}
+	scaled := in.Members["a"]
+	scaled.Object = scaled.Object.DeepCopy()
+	if err := unstructured.SetNestedField(scaled.Object.Object, int64(5), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	in.Members["a"] = scaled
+	out := Plan(in)
+	if len(out.Writes) != 1 || out.Writes[0].Cluster != "a" || out.Writes[0].Op != Apply || out.Writes[0].Object.GetUID() != "uid-a" {
+		t.Fatalf("writes %+v, want a's object applied back by its UID only", out.Writes)
+	}
+	if r, _, _ := unstructured.NestedInt64(out.Writes[0].Object.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("a is written back with %d replicas, want its share of 2", r)
+	}
+}
+
 // An object under the workload's name that is not its own is never written;
 // the conflict is recorded once as a Warning, and its clearing once as a
 // Normal Event when the member answers without it.

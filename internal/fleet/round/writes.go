@@ -56,9 +56,13 @@ func writesOf(fw *fleetv1alpha1.FederatedWorkload, tmpl *member.Template, ms []*
 		// The decision travels with the object, in the same request: the
 		// next round reads it back from there (see memory).
 		member.SetRecordOver(obj, m.held, member.Record{Revision: tmpl.Revision, Share: m.Desired, Grant: grants[m.Name], StillActing: m.StillActing})
+		member.SetApplied(obj)
 		if m.held == nil {
 			writes = append(writes, Write{Cluster: m.Name, Op: Create, Object: obj})
 			continue
+		}
+		if member.Unchanged(m.held, obj) {
+			continue // the member holds all of it already: nothing to send
 		}
 		// The object read as the workload's, by its UID (see Apply). Forcing
 		// ownership then takes back the hub's fields within the workload's own
