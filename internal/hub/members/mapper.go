@@ -135,66 +135,59 @@ func (m *groupVersionMapper) learnResource(r schema.GroupVersionResource) error 
 	return err
 }
 
-// KindFor implements meta.RESTMapper.
-func (m *groupVersionMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+// byResource answers a lookup by resource with what f says once r's group
+// version is learned.
+func byResource[T any](m *groupVersionMapper, r schema.GroupVersionResource, f func(schema.GroupVersionResource) (T, error)) (T, error) {
 	if err := m.learnResource(r); err != nil {
-		return schema.GroupVersionKind{}, err
+		var zero T
+		return zero, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.mapper.KindFor(r)
+	return f(r)
+}
+
+// KindFor implements meta.RESTMapper.
+func (m *groupVersionMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return byResource(m, r, m.mapper.KindFor)
 }
 
 // KindsFor implements meta.RESTMapper.
 func (m *groupVersionMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	if err := m.learnResource(r); err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.mapper.KindsFor(r)
+	return byResource(m, r, m.mapper.KindsFor)
 }
 
 // ResourceFor implements meta.RESTMapper.
 func (m *groupVersionMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	if err := m.learnResource(r); err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.mapper.ResourceFor(r)
+	return byResource(m, r, m.mapper.ResourceFor)
 }
 
 // ResourcesFor implements meta.RESTMapper.
 func (m *groupVersionMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	if err := m.learnResource(r); err != nil {
-		return nil, err
+	return byResource(m, r, m.mapper.ResourcesFor)
+}
+
+// byKind answers a lookup by kind with what f says once the versions asked
+// for (or the group's preferred one) are learned.
+func byKind[T any](m *groupVersionMapper, gk schema.GroupKind, versions []string, f func(schema.GroupKind, ...string) (T, error)) (T, error) {
+	versions, err := m.learnGroup(gk.Group, versions...)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.mapper.ResourcesFor(r)
+	return f(gk, versions...)
 }
 
 // RESTMapping implements meta.RESTMapper.
 func (m *groupVersionMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	versions, err := m.learnGroup(gk.Group, versions...)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.mapper.RESTMapping(gk, versions...)
+	return byKind(m, gk, versions, m.mapper.RESTMapping)
 }
 
 // RESTMappings implements meta.RESTMapper.
 func (m *groupVersionMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	versions, err := m.learnGroup(gk.Group, versions...)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.mapper.RESTMappings(gk, versions...)
+	return byKind(m, gk, versions, m.mapper.RESTMappings)
 }
 
 // ResourceSingularizer implements meta.RESTMapper: over what it has learned.

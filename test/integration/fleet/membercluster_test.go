@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	appsv1 "k8s.io/api/apps/v1"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"

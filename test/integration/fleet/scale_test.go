@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"io"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
