@@ -104,6 +104,19 @@ type blockingWatcher struct {
 	release             chan struct{}
 }
 
+// toldOf waits for the watcher to be told of want ("<member> <kind>").
+func (w *blockingWatcher) toldOf(t *testing.T, want string) {
+	t.Helper()
+	select {
+	case m := <-w.watched:
+		if m != want {
+			t.Fatalf("watched %q, want %q", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the watcher was not told of %s at its first use", want)
+	}
+}
+
 var (
 	deployments  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	statefulSets = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
@@ -145,14 +158,7 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 	if _, ok := r.Get("m1", deployments); !ok {
 		t.Fatal("m1 is not in the registry")
 	}
-	select {
-	case m := <-w.watched:
-		if m != "m1 Deployment" {
-			t.Fatalf("watched %q, want m1 Deployment", m)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watcher was not told of the connection at its first use")
-	}
+	w.toldOf(t, "m1 Deployment")
 	if !within(10*time.Second, func() {
 		if _, ok := r.Get("m1", deployments); !ok {
 			t.Error("m1 is not in the registry")
@@ -171,14 +177,7 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 			t.Fatal("m1 is not in the registry")
 		}
 	}
-	select {
-	case m := <-w.watched:
-		if m != "m1 StatefulSet" {
-			t.Fatalf("watched %q, want m1 StatefulSet", m)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watcher was not told of the second kind at its first use")
-	}
+	w.toldOf(t, "m1 StatefulSet")
 	select {
 	case m := <-w.watched:
 		t.Fatalf("the watcher was told of %s twice", m)
