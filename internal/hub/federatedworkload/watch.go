@@ -106,10 +106,10 @@ func (e *MemberEvents) Watch(ctx context.Context, member string, c cluster.Clust
 		return
 	}
 	log := ctrl.Log.WithName("members").WithValues("member", member)
-	e.watch(ctx, log, c, kind, workloadOf)
+	e.watch(ctx, log, c, kind)
 }
 
-func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Cluster, gvk schema.GroupVersionKind, workload func(client.Object) (types.NamespacedName, bool)) {
+func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Cluster, gvk schema.GroupVersionKind) {
 	inf, err := c.GetCache().GetInformer(ctx, metadataOf(gvk), cache.BlockUntilSynced(false))
 	if err != nil {
 		if meta.IsNoMatchError(err) {
@@ -127,7 +127,7 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 		if !ok {
 			return
 		}
-		if key, ok := workload(o); ok {
+		if key, ok := workloadOf(o); ok {
 			e.enqueue(ctx, key)
 		}
 	}
