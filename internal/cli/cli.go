@@ -21,7 +21,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -73,7 +72,7 @@ func ExitCode(err error, stderr io.Writer) int {
 
 // session is a verb's connection to the cluster.
 type session struct {
-	flags  *genericclioptions.ConfigFlags
+	flags  *connectionFlags
 	config *rest.Config
 	client client.WithWatch
 	scheme *runtime.Scheme
@@ -96,11 +95,12 @@ func (s *session) connect() error {
 	// (a watch broken while the apiserver goes away, say) are not for its
 	// user, and without a logger controller-runtime prints a stack trace.
 	ctrllog.SetLogger(logr.Discard())
-	cfg, err := s.flags.ToRESTConfig()
+	loader := s.flags.loader()
+	cfg, err := loader.ClientConfig()
 	if err != nil {
 		return usage("%v", err)
 	}
-	ns, _, err := s.flags.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := loader.Namespace()
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -200,14 +200,14 @@ func oneName(_ *cobra.Command, args []string) error {
 
 // Commands returns the plugin verbs, sharing kubectl's connection flags.
 func Commands(out io.Writer) []*cobra.Command {
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := newConnectionFlags()
 	s := &session{flags: flags, out: out}
 	cmds := []*cobra.Command{
 		newGetCommand(s), newStatusCommand(s), newHistoryCommand(s), newUndoCommand(s),
 		newPauseCommand(s, true), newPauseCommand(s, false), newPromoteCommand(s), newApproveCommand(s), newRestartCommand(s),
 	}
 	for _, c := range cmds {
-		flags.AddFlags(c.Flags())
+		flags.bind(c.Flags())
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage("%v", err) })
 		c.SilenceUsage = true
 		c.GroupID = "plugin"
