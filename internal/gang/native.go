@@ -219,7 +219,7 @@ func members(ctx context.Context, r client.Reader, pg *schedulingv1alpha2.PodGro
 	opts := []client.ListOption{client.InNamespace(pg.Namespace)}
 	if pcs, ok := pg.Labels[v1alpha1.LabelPodCliqueSet]; ok {
 		if indexed {
-			opts = pods.OfPodCliqueSet(pg.Namespace, pcs)
+			opts = append(pods.OfPodCliqueSet(pg.Namespace, pcs), pods.ReadOnly) // the status only reads them
 		} else {
 			opts = append(opts, client.MatchingLabels{v1alpha1.LabelPodCliqueSet: pcs})
 		}

@@ -35,7 +35,7 @@ func (r *Reconciler) observe(ctx context.Context, g *v1alpha1.PodCliqueScalingGr
 		return groupreplicas.Observation{}, fmt.Errorf("listing PodCliques of %s: %w", g.Name, err)
 	}
 	var podList corev1.PodList
-	if err := r.Client.List(ctx, &podList, append(pods.OfPodCliqueSet(g.Namespace, g.Labels[v1alpha1.LabelPodCliqueSet]), selector(g))...); err != nil {
+	if err := r.Client.List(ctx, &podList, append(pods.OfPodCliqueSet(g.Namespace, g.Labels[v1alpha1.LabelPodCliqueSet]), selector(g), pods.ReadOnly)...); err != nil {
 		return groupreplicas.Observation{}, fmt.Errorf("listing pods of %s: %w", g.Name, err)
 	}
 	owned := cliques.Items[:0]

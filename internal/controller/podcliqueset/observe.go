@@ -101,7 +101,7 @@ func (o *observer) list(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("listing PodCliqueScalingGroups of %s: %w", o.pcs.Name, err)
 	}
 	var podList corev1.PodList
-	if err := c.List(ctx, &podList, pods.OfPodCliqueSet(o.pcs.Namespace, o.pcs.Name)...); err != nil {
+	if err := c.List(ctx, &podList, append(pods.OfPodCliqueSet(o.pcs.Namespace, o.pcs.Name), pods.ReadOnly)...); err != nil {
 		return fmt.Errorf("listing pods of %s: %w", o.pcs.Name, err)
 	}
 	o.cliques, o.groups, o.pods = cliqueList.Items, groupList.Items, podList.Items

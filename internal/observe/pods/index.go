@@ -53,3 +53,12 @@ func OfPodCliqueSet(namespace, name string) []client.ListOption {
 func OfPodClique(namespace, name string) []client.ListOption {
 	return []client.ListOption{client.InNamespace(namespace), client.MatchingFields{IndexPodClique: name}}
 }
+
+// ReadOnly lists the cache's own pods instead of copies of them. Copying was
+// most of what was left of the list cost once the cache was indexed: every
+// PodCliqueSet pass copied each of its pods twice. A reader that passes it
+// must never change a pod it listed (its labels, conditions, anything behind
+// a map or slice are the cache's) nor write one back; the PodCliqueSet, scaling
+// group and gang observers only read. The PodClique controller patches and
+// deletes its pods and lists with copies.
+var ReadOnly client.ListOption = client.UnsafeDisableDeepCopy
