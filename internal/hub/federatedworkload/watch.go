@@ -101,23 +101,23 @@ func (e *MemberEvents) Configure(member string, o *cluster.Options) {
 // which runs with the connection. A kind the member does not serve (a
 // PodCliqueSet CRD not installed) is skipped: a workload of that kind cannot
 // be placed there, and the resync still reads the member.
-func (e *MemberEvents) Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind) {
+func (e *MemberEvents) Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind) bool {
 	if !memberObjectKinds[kind] {
-		return
+		return true
 	}
 	log := ctrl.Log.WithName("members").WithValues("member", member)
-	e.watch(ctx, log, c, kind)
+	return e.watch(ctx, log, c, kind)
 }
 
-func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Cluster, gvk schema.GroupVersionKind) {
+func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Cluster, gvk schema.GroupVersionKind) bool {
 	inf, err := c.GetCache().GetInformer(ctx, metadataOf(gvk), cache.BlockUntilSynced(false))
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			log.V(1).Info("the member does not serve this kind; not watching it", "kind", gvk.Kind)
+			log.V(1).Info("the member does not serve this kind; not watching it yet", "kind", gvk.Kind, "retryAfter", members.RetryWatch)
 		} else {
-			log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error())
+			log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error(), "retryAfter", members.RetryWatch)
 		}
-		return
+		return false
 	}
 	on := func(obj any) {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -136,8 +136,10 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 		UpdateFunc: func(_, o any) { on(o) },
 		DeleteFunc: on,
 	}); err != nil {
-		log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error())
+		log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error(), "retryAfter", members.RetryWatch)
+		return false
 	}
+	return true
 }
 
 func (e *MemberEvents) enqueue(ctx context.Context, key types.NamespacedName) {

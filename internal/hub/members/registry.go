@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,10 +41,17 @@ type Watcher interface {
 	// on costs no watch, and one that runs only Deployments watches only
 	// Deployments, so a hub with many members watches only what it acts on.
 	// It runs outside the registry's lock, on a goroutine of its own; ctx
-	// ends when the connection stops. It must not fail the connection: a kind
-	// the member does not serve is skipped.
-	Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind)
+	// ends when the connection stops. It must not fail the connection: it
+	// returns false when it could not watch kind (the member does not serve
+	// it yet, say), and is asked again at a use at least RetryWatch later.
+	Watch(ctx context.Context, member string, c cluster.Cluster, kind schema.GroupVersionKind) bool
 }
+
+// RetryWatch is how long after a failed watch set-up a connection's next use
+// for that kind tries it again: a PodCliqueSet CRD installed in a member after
+// the hub first wrote there is watched within a minute, and a member that
+// does not serve a kind costs one discovery request a minute, not one a round.
+const RetryWatch = time.Minute
 
 // Registry is the set of running member connections. It is a manager Runnable:
 // when the manager stops, every member connection stops with it.
@@ -52,6 +60,11 @@ type Registry struct {
 	log    logr.Logger
 	// newCluster makes a connection: cluster.New, or a test's stand-in.
 	newCluster func(*rest.Config, ...cluster.Option) (cluster.Cluster, error)
+
+	// now and retryWatch pace the retries of failed watches (time.Now and
+	// RetryWatch; tests shorten them).
+	now        func() time.Time
+	retryWatch time.Duration
 
 	mu       sync.Mutex
 	members  map[string]*member
@@ -66,29 +79,50 @@ type member struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
-	// watchers are told of each kind the connection is used for once, at its
+	// watchers are told of each kind the connection is used for, at its
 	// first use; watched holds those kinds (guarded by the registry's lock).
 	watchers []Watcher
-	watched  map[schema.GroupVersionKind]bool
+	watched  map[schema.GroupVersionKind]*kindWatch
 }
 
-// watch starts the watchers of m for kind, once, on a goroutine of their
-// own. Call it with the registry's lock held.
-func (m *member) watch(name string, kind schema.GroupVersionKind) {
-	if m.watched[kind] {
-		return
-	}
-	m.watched[kind] = true
-	go func() {
-		for _, w := range m.watchers {
-			w.Watch(m.ctx, name, m.cluster, kind)
+// kindWatch is the set-up of one kind's watches in one connection: under way
+// or done (no failure), or failed at a time for the watchers in todo.
+type kindWatch struct {
+	failed time.Time
+	todo   []Watcher
+}
+
+// watch starts the watchers of m for kind on a goroutine of their own: once,
+// and again for those that failed, at a use at least retryWatch after. Call it
+// with the registry's lock held.
+func (r *Registry) watch(name string, m *member, kind schema.GroupVersionKind) {
+	todo := m.watchers
+	if k, tried := m.watched[kind]; tried {
+		if k.failed.IsZero() || r.now().Sub(k.failed) < r.retryWatch {
+			return
 		}
+		todo = k.todo
+	}
+	m.watched[kind] = &kindWatch{}
+	go func() {
+		var failed []Watcher
+		for _, w := range todo {
+			if !w.Watch(m.ctx, name, m.cluster, kind) {
+				failed = append(failed, w)
+			}
+		}
+		if len(failed) == 0 {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		m.watched[kind] = &kindWatch{failed: r.now(), todo: failed}
 	}()
 }
 
 // NewRegistry returns an empty registry whose member clusters use scheme.
 func NewRegistry(scheme *runtime.Scheme, log logr.Logger) *Registry {
-	return &Registry{scheme: scheme, log: log, newCluster: cluster.New, members: map[string]*member{}}
+	return &Registry{scheme: scheme, log: log, newCluster: cluster.New, now: time.Now, retryWatch: RetryWatch, members: map[string]*member{}}
 }
 
 var _ Clusters = (*Registry)(nil)
@@ -108,7 +142,7 @@ func (r *Registry) Get(name string, kind schema.GroupVersionKind) (cluster.Clust
 	if !ok {
 		return nil, false
 	}
-	m.watch(name, kind)
+	r.watch(name, m, kind)
 	return m.cluster, true
 }
 
@@ -154,7 +188,7 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{cluster: c, identity: identity, ctx: ctx, cancel: cancel, done: make(chan struct{}), watchers: watchers,
-		watched: map[schema.GroupVersionKind]bool{}}
+		watched: map[schema.GroupVersionKind]*kindWatch{}}
 
 	r.mu.Lock()
 	if other, raced := r.members[name]; raced {

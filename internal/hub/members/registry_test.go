@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,9 +125,98 @@ var (
 
 func (w *blockingWatcher) Configure(member string, _ *cluster.Options) { w.configured <- member }
 
-func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster, kind schema.GroupVersionKind) {
+func (w *blockingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster, kind schema.GroupVersionKind) bool {
 	w.watched <- member + " " + kind.Kind
 	<-w.release
+	return true
+}
+
+// failingWatcher cannot watch a kind until served says it can (a CRD
+// installed in the member later); it reports each try.
+type failingWatcher struct {
+	tried  chan string
+	served atomic.Bool
+}
+
+func (*failingWatcher) Configure(string, *cluster.Options) {}
+
+func (w *failingWatcher) Watch(_ context.Context, member string, _ cluster.Cluster, kind schema.GroupVersionKind) bool {
+	w.tried <- member + " " + kind.Kind
+	return w.served.Load()
+}
+
+// A kind the watcher could not watch (not served yet) is tried again at a use
+// at least retryWatch later, not at every use, and not once it is watched.
+func TestRegistry_AFailedWatchIsTriedAgainLater(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newTestRegistry(release)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&now)
+	r.now = func() time.Time { return *clock.Load() }
+	w := &failingWatcher{tried: make(chan string, 8)}
+	r.AddWatcher(w)
+	if err := r.Ensure("m1", "id", &rest.Config{Host: "https://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	use := func() {
+		t.Helper()
+		if _, ok := r.Get("m1", deployments); !ok {
+			t.Fatal("m1 is not in the registry")
+		}
+	}
+	tried := func(want bool) {
+		t.Helper()
+		// A try runs on a goroutine: wait for it, or long enough to see none.
+		wait := 100 * time.Millisecond
+		if want {
+			wait = 10 * time.Second
+		}
+		select {
+		case m := <-w.tried:
+			if !want {
+				t.Fatalf("tried %s again too soon", m)
+			}
+		case <-time.After(wait):
+			if want {
+				t.Fatal("the failed watch was not tried again")
+			}
+		}
+	}
+	use()
+	tried(true)
+	// The failure is recorded on the try's goroutine; uses before the
+	// interval is over do not try again.
+	if !eventually(func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.members["m1"].watched[deployments].failed.IsZero()
+	}) {
+		t.Fatal("the failure was not recorded")
+	}
+	use()
+	use()
+	tried(false)
+	later := now.Add(RetryWatch)
+	clock.Store(&later)
+	w.served.Store(true)
+	use()
+	tried(true)
+	later = later.Add(10 * RetryWatch)
+	clock.Store(&later)
+	use()
+	tried(false)
+}
+
+// eventually polls cond until it holds, for up to 10 s.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
 }
 
 // A watcher's set-up of a kind (which asks the member for it) waits for the
