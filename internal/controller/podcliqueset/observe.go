@@ -57,7 +57,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *v1alpha1.PodCliqueSet, re
 			pods:    map[int32][]*corev1.Pod{},
 		},
 		byReplica: map[int32]*rollout.ReplicaObservation{},
-		podsOf:    map[string][]*corev1.Pod{},
+		podsOf:    map[string][]corev1.Pod{},
 		members:   map[groupKey][]v1alpha1.PodClique{},
 	}
 	if err := o.list(ctx, r.Client); err != nil {
@@ -82,9 +82,8 @@ type observer struct {
 
 	c         children
 	byReplica map[int32]*rollout.ReplicaObservation
-	// podsOf are the pods of each PodClique, by name, oldest first (pointers
-	// into pods: at 10,000 pods, copies were a tenth of the live heap).
-	podsOf map[string][]*corev1.Pod
+	// podsOf are the pods of each PodClique, by name, oldest first.
+	podsOf map[string][]corev1.Pod
 	// members are the PodCliques of each scaling-group replica.
 	members map[groupKey][]v1alpha1.PodClique
 }
@@ -126,13 +125,12 @@ func (o *observer) sortPods() {
 			o.c.pods[idx] = append(o.c.pods[idx], p)
 		}
 	}
-	for i := range o.pods {
-		p := &o.pods[i]
+	for _, p := range o.pods {
 		clique := p.Labels[v1alpha1.LabelPodClique]
 		o.podsOf[clique] = append(o.podsOf[clique], p)
-		if why := pods.WaitingFor(p); why != "" {
+		if why := pods.WaitingFor(&p); why != "" {
 			o.c.waiting = append(o.c.waiting, waitingPod{name: p.Name, setRevision: p.Labels[v1alpha1.LabelPodCliqueSetRevision],
-				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique], unschedulable: pods.Unschedulable(p)})
+				why: why, surge: p.Labels[v1alpha1.LabelSurge] == "true" || surgeClique[clique], unschedulable: pods.Unschedulable(&p)})
 		}
 	}
 }
@@ -178,7 +176,8 @@ func (o *observer) observeCliques() {
 		name := pclq.Labels[v1alpha1.LabelClique]
 		obs := rollout.CliqueObservation{Name: name, SpecReplicas: pclq.Spec.Replicas, TemplateReplicas: templateReplicas(pclq)}
 		obs.Target, obs.Report = cliqueTargetAndReport(pclq, o.revs)
-		for _, p := range o.podsOf[pclq.Name] {
+		for i := range o.podsOf[pclq.Name] {
+			p := &o.podsOf[pclq.Name][i]
 			if u, ok := pods.Unit(p, o.minReadySeconds, o.now); ok {
 				obs.Pods = append(obs.Pods, u)
 			}
@@ -212,9 +211,7 @@ func (o *observer) observeGroups() {
 		for j, m := range o.members[groupKey{rep.Index, name}] {
 			if controlledBy(&m, g.UID) {
 				owned = append(owned, m)
-				for _, p := range o.podsOf[m.Name] {
-					groupPods = append(groupPods, *p)
-				}
+				groupPods = append(groupPods, o.podsOf[m.Name]...)
 				o.c.all[rep.Index] = append(o.c.all[rep.Index], &o.members[groupKey{rep.Index, name}][j])
 			}
 		}
