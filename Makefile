@@ -189,9 +189,9 @@ bench-rollout: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## Roll the same pods with the 
 		| grep --line-buffered -vE '^(=== RUN|--- PASS|PASS$$)'
 
 .PHONY: bench-scale
-bench-scale: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## On a local cluster, BENCH_SETS (100) Deployments, then as many PodCliqueSets of one clique, × BENCH_SET_PODS (100) pods (peerDNS BENCH_PEER_DNS: Replica, or None for no Services), 25%/25%, both controllers' clients at 50 QPS (burst 100): create, roll and delete times, writes per pod, CPU and peak RSS side by side; operator RSS beside the Deployments' pods; operator writes over 60 s settled.
+bench-scale: $(KUBE_BINS) $(ETCD) $(KWOK_BINS) ## On a local cluster, BENCH_SETS (100) Deployments, then as many PodCliqueSets of one clique, × BENCH_SET_PODS (100) pods (peerDNS BENCH_PEER_DNS: Replica, or None for no Services; surgePlacement BENCH_SURGE_PLACEMENT: AboveReplicas or ReplacedIndex), 25%/25%, both controllers' clients at 50 QPS (burst 100): create, roll and delete times, writes per pod, CPU and peak RSS side by side; operator RSS beside the Deployments' pods; operator writes over 60 s settled.
 	KWOKCTL_CREATE_ARGS="--extra-args=kube-controller-manager=kube-api-qps=50 --extra-args=kube-controller-manager=kube-api-burst=100" \
-		LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_SCALE_SETS=$${BENCH_SETS:-100} LOCKSTEP_BENCH_SCALE_PODS=$${BENCH_SET_PODS:-100} LOCKSTEP_BENCH_SCALE_IDLE=60s LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT=75m LOCKSTEP_BENCH_SCALE_PEER_DNS=$${BENCH_PEER_DNS:-Replica} \
+		LOCKSTEP_BIN=$(BIN) LOCKSTEP_BENCH_SCALE_SETS=$${BENCH_SETS:-100} LOCKSTEP_BENCH_SCALE_PODS=$${BENCH_SET_PODS:-100} LOCKSTEP_BENCH_SCALE_IDLE=60s LOCKSTEP_BENCH_SCALE_PHASE_TIMEOUT=75m LOCKSTEP_BENCH_SCALE_PEER_DNS=$${BENCH_PEER_DNS:-Replica} LOCKSTEP_BENCH_SCALE_SURGE_PLACEMENT=$${BENCH_SURGE_PLACEMENT:-AboveReplicas} \
 		LOCKSTEP_E2E_CLUSTER=lockstep-scale go test -count=1 -tags e2e -timeout 360m -run '^TestBench_Scale$$' -v ./test/e2e/ \
 		| grep --line-buffered -vE '^(=== RUN|--- PASS|PASS$$)'
 

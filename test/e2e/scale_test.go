@@ -47,6 +47,11 @@ const (
 	// (the default: a headless Service per replica, whose endpoints
 	// kube-controller-manager keeps) or None (no Service).
 	envScalePeerDNS = "LOCKSTEP_BENCH_SCALE_PEER_DNS"
+	// envScaleSurgePlacement is the PodCliqueSets' surgePlacement:
+	// AboveReplicas (the default: surge pods at indices of their own, made and
+	// removed again) or ReplacedIndex (at the index they replace, as a
+	// Deployment's new pods).
+	envScaleSurgePlacement = "LOCKSTEP_BENCH_SCALE_SURGE_PLACEMENT"
 )
 
 // The shape both controllers roll in TestBench_Scale: pods ready exactly
@@ -113,8 +118,16 @@ func TestBench_Scale(t *testing.T) {
 	default:
 		t.Fatalf("%s=%q: want Replica or None", envScalePeerDNS, peerDNS)
 	}
-	notes := []string{fmt.Sprintf("the PodCliqueSets' clique has peerDNS %s (%s)", peerDNS,
-		map[bool]string{true: "a headless Service per replica", false: "no Service"}[peerDNS.Resolvable()])}
+	surge := v1alpha1.SurgePlacement(os.Getenv(envScaleSurgePlacement))
+	switch surge {
+	case "":
+		surge = v1alpha1.AboveReplicas
+	case v1alpha1.AboveReplicas, v1alpha1.ReplacedIndex:
+	default:
+		t.Fatalf("%s=%q: want AboveReplicas or ReplacedIndex", envScaleSurgePlacement, surge)
+	}
+	notes := []string{fmt.Sprintf("the PodCliqueSets' clique has peerDNS %s (%s), surgePlacement %s", peerDNS,
+		map[bool]string{true: "a headless Service per replica", false: "no Service"}[peerDNS.Resolvable()], surge)}
 	var lockstepStarted bool
 	var opStart operatorScrape
 	var servedStart histogram
@@ -180,7 +193,7 @@ func TestBench_Scale(t *testing.T) {
 	var idleWrites float64
 	b.side(ctx, &rep.Lockstep, sideRun{
 		controller: "Lockstep", process: "operator", pid: op,
-		w: &scaleSets{ns: newNamespace(t, "scale"), pods: pods, peerDNS: peerDNS, from: map[string]string{}},
+		w: &scaleSets{ns: newNamespace(t, "scale"), pods: pods, peerDNS: peerDNS, surge: surge, from: map[string]string{}},
 		// Settled includes the status changes that only move progress, which
 		// may wait for write.StatusBatch: the window starts once the
 		// operator's writes have stood still for twice that.
@@ -593,6 +606,7 @@ type scaleSets struct {
 	ns      string
 	pods    int
 	peerDNS v1alpha1.PeerDNS
+	surge   v1alpha1.SurgePlacement
 	// from is each PodCliqueSet's update revision before its roll.
 	from map[string]string
 }
@@ -602,6 +616,7 @@ func (s *scaleSets) namespace() string { return s.ns }
 func (s *scaleSets) create(ctx context.Context, name string) error {
 	pcs := bench.NewPodCliqueSet(s.ns, name, s.pods, scaleStrategy, "", scaleTemplate())
 	pcs.Spec.Template.Cliques[0].PeerDNS = s.peerDNS
+	pcs.Spec.SurgePlacement = s.surge
 	return testCluster.Client.Create(ctx, pcs)
 }
 
