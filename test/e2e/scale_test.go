@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,22 +111,8 @@ func TestBench_Scale(t *testing.T) {
 		poll: min(max(time.Duration(sets*pods)*100*time.Microsecond, 50*time.Millisecond), time.Second)}
 	awaitNoNamespaceTerminating(t)
 	rep := bench.ScaleReport{Sets: sets, Pods: pods, Budget: scaleStrategy.Name, ReadyDelay: scaleReadyDelay, QPS: clientQPS(t, kcm, op)}
-	peerDNS := v1alpha1.PeerDNS(os.Getenv(envScalePeerDNS))
-	switch peerDNS {
-	case "":
-		peerDNS = v1alpha1.PeerDNSReplica
-	case v1alpha1.PeerDNSReplica, v1alpha1.PeerDNSNone:
-	default:
-		t.Fatalf("%s=%q: want Replica or None", envScalePeerDNS, peerDNS)
-	}
-	surge := v1alpha1.SurgePlacement(os.Getenv(envScaleSurgePlacement))
-	switch surge {
-	case "":
-		surge = v1alpha1.AboveReplicas
-	case v1alpha1.AboveReplicas, v1alpha1.ReplacedIndex:
-	default:
-		t.Fatalf("%s=%q: want AboveReplicas or ReplacedIndex", envScaleSurgePlacement, surge)
-	}
+	peerDNS := envChoice(t, envScalePeerDNS, v1alpha1.PeerDNSReplica, v1alpha1.PeerDNSNone)
+	surge := envChoice(t, envScaleSurgePlacement, v1alpha1.AboveReplicas, v1alpha1.ReplacedIndex)
 	notes := []string{fmt.Sprintf("the PodCliqueSets' clique has peerDNS %s (%s), surgePlacement %s", peerDNS,
 		map[bool]string{true: "a headless Service per replica", false: "no Service"}[peerDNS.Resolvable()], surge)}
 	var lockstepStarted bool
@@ -683,6 +670,22 @@ func eventuallyState(t *testing.T, timeout time.Duration, what string, cond func
 }
 
 // envDuration reads a duration from an env variable, def when unset.
+// envChoice reads an enum from the environment: def when unset, else one of
+// def and others, or the test fails naming the values it takes.
+func envChoice[T ~string](t *testing.T, name string, def T, others ...T) T {
+	t.Helper()
+	allowed := append([]T{def}, others...)
+	v := T(os.Getenv(name))
+	switch {
+	case v == "":
+		return def
+	case slices.Contains(allowed, v):
+		return v
+	}
+	t.Fatalf("%s=%q: want one of %v", name, v, allowed)
+	return def
+}
+
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
 	v := os.Getenv(name)
