@@ -17,12 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/lockstep-dev/lockstep/internal/controlloop/workqueue"
 	"github.com/lockstep-dev/lockstep/internal/devwebhook"
 	lockstepmetrics "github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/observe/pods"
@@ -116,10 +116,12 @@ func (o *managerOptions) newManager(scheme *runtime.Scheme, leaseID string) (ctr
 	// (pods.Cache).
 	byObject := map[client.Object]cache.ByObject{&corev1.Pod{}: pods.Cache()}
 	maps.Copy(byObject, o.cacheByObject)
+	controllerConfig := workqueue.Controller()
+	controllerConfig.MaxConcurrentReconciles = o.concurrency
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject},
-		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.concurrency},
+		Controller:              controllerConfig,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,

@@ -20,6 +20,7 @@ import (
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/workqueue"
 	fleetwebhook "github.com/lockstep-dev/lockstep/internal/webhook/fleet"
 )
 
@@ -158,6 +159,7 @@ func (c *Cluster) ManagerOptions() ctrl.Options {
 	skip := true
 	o := ctrl.Options{
 		Scheme:                 c.Scheme,
+		Controller:             workqueue.Controller(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	}

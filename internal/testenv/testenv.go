@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controlloop/workqueue"
 	"github.com/lockstep-dev/lockstep/internal/observe/pods"
 	lockstepwebhook "github.com/lockstep-dev/lockstep/internal/webhook"
 )
@@ -121,6 +122,7 @@ func (e *Env) runManager(o Options) error {
 		Scheme: e.Scheme,
 		// The operator's own pod cache: only the pods Lockstep made.
 		Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: pods.Cache()}},
+		Controller:             workqueue.Controller(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	}
