@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,9 +35,18 @@ type groupVersionMapper struct {
 
 var _ meta.RESTMapper = (*groupVersionMapper)(nil)
 
-// newGroupVersionMapper is a cluster.Options.MapperProvider.
+// DiscoveryTimeout bounds each discovery request of a member connection's
+// mapper. A mapping is looked up before a request is sent, outside the
+// request's context, so without it a member that accepts connections and
+// never answers would hold the round (and the hub's shutdown) for good.
+var DiscoveryTimeout = 10 * time.Second
+
+// newGroupVersionMapper is a cluster.Options.MapperProvider. Its requests go
+// through the connection's transport under their own timeout.
 func newGroupVersionMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
-	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	timed := *httpClient
+	timed.Timeout = DiscoveryTimeout
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &timed)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,16 @@
 package members
 
 import (
+	"net"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -83,4 +87,61 @@ type askedDiscovery struct {
 func (d *askedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
 	d.asked = append(d.asked, gv)
 	return d.FakeDiscovery.ServerResourcesForGroupVersion(gv)
+}
+
+// A member that takes connections and never answers fails a mapping lookup
+// after DiscoveryTimeout: the lookup runs before a request's own context
+// applies, so it must not wait for good (it held a hub's round and its
+// shutdown).
+func TestGroupVersionMapper_GivesUpOnAMemberThatNeverAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	defer func(d time.Duration) { DiscoveryTimeout = d }(DiscoveryTimeout)
+	DiscoveryTimeout = 200 * time.Millisecond
+
+	cfg := &rest.Config{Host: "http://" + ln.Addr().String()}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newGroupVersionMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || meta.IsNoMatchError(err) {
+			t.Fatalf("a lookup at a member that never answers returned %v, want a discovery error", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a lookup at a member that never answers is still waiting after a minute")
+	}
 }

@@ -10,6 +10,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -69,6 +70,9 @@ type Registry struct {
 	mu       sync.Mutex
 	members  map[string]*member
 	watchers []Watcher
+	// stopped is set when the manager stops: a connection made after that
+	// would run on with nothing to stop it.
+	stopped bool
 }
 
 type member struct {
@@ -161,6 +165,10 @@ func (r *Registry) Identity(name string) string {
 // first (outside the lock).
 func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return errStopped
+	}
 	old, ok := r.members[name]
 	if ok && old.identity == identity {
 		r.mu.Unlock()
@@ -191,6 +199,11 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 		watched: map[schema.GroupVersionKind]*kindWatch{}}
 
 	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		cancel()
+		return errStopped
+	}
 	if other, raced := r.members[name]; raced {
 		// Another Ensure of the same member won meanwhile: keep its connection
 		// when it is of this identity, else replace it.
@@ -214,6 +227,9 @@ func (r *Registry) Ensure(name, identity string, cfg *rest.Config) error {
 	r.log.Info("connected to member", "member", name)
 	return nil
 }
+
+// errStopped is Ensure's answer once the registry has stopped.
+var errStopped = errors.New("the hub is stopping: no new member connections")
 
 // Remove stops the member's connection, if any, and waits for it to end;
 // other members stay readable meanwhile.
@@ -249,12 +265,14 @@ func (r *Registry) Names() []string {
 }
 
 // Start implements manager.Runnable: it waits for the manager to stop, then
-// stops every member connection, all at once.
+// stops every member connection, all at once, and makes no more (a probe
+// still running then would otherwise leave a connection behind).
 func (r *Registry) Start(ctx context.Context) error {
 	<-ctx.Done()
 	r.mu.Lock()
 	all := r.members
 	r.members = map[string]*member{}
+	r.stopped = true
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for name, m := range all {

@@ -274,3 +274,28 @@ func TestRegistry_WatchersStartAtFirstUseOutsideTheLock(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// Once the manager stops, a probe that is still running cannot leave a
+// connection behind: Ensure after the registry's Start returned makes none.
+func TestRegistry_MakesNoConnectionOnceStopped(t *testing.T) {
+	release := make(chan struct{})
+	close(release)
+	r := newTestRegistry(release)
+	var made atomic.Int32
+	newCluster := r.newCluster
+	r.newCluster = func(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
+		made.Add(1)
+		return newCluster(cfg, opts...)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ensure("late", "id", &rest.Config{Host: "https://127.0.0.1:1"}); err == nil {
+		t.Error("Ensure after the registry stopped returned no error")
+	}
+	if n := made.Load(); n != 0 || len(r.Names()) != 0 {
+		t.Errorf("after the registry stopped, Ensure made %d connections; running: %v", n, r.Names())
+	}
+}
