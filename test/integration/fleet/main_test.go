@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -140,9 +141,27 @@ func runManager(t *testing.T, setup func(ctrl.Manager) error) (stop func()) {
 		stopped = true
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+			t.Errorf("manager: %v\n%s", err, stuckGoroutines())
 		}
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// stuckGoroutines are the stacks of the goroutines in the hub's code,
+// controller-runtime's or client-go's informers and queues, for a manager
+// that did not stop in time: what it waits for.
+func stuckGoroutines() string {
+	var all strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&all, 2)
+	var out []string
+	for _, g := range strings.Split(all.String(), "\n\n") {
+		for _, pkg := range []string{"lockstep/internal/", "controller-runtime", "client-go/tools/cache", "client-go/util/workqueue"} {
+			if strings.Contains(g, pkg) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
