@@ -65,6 +65,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	// No reader changed a pod of the cache it listed read-only.
+	if changed, err := changedCachedPods(context.Background()); err != nil || len(changed) > 0 {
+		fmt.Fprintf(os.Stderr, "pods of the operator's cache changed by a reader (not as the apiserver serves them): %v (error %v)\n", changed, err)
+		code = 1
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
