@@ -937,7 +937,11 @@ func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T)
 	if e := clusterStatus(fw, a); e == nil || e.DesiredReplicas != 5 {
 		t.Fatalf("the lost member left the status before the others grew: %+v", fw.Status.Clusters)
 	}
+	// b's controller observes what the hub wrote it: a write of the rollout's
+	// start that landed after the last ack (a loaded machine) otherwise leaves
+	// b's status stale, and the hub rightly waits for it.
 	eventually(t, fwStepTimeout, b+" grown to 10", func() (bool, string) {
+		f.ack()
 		d := readDep(f.deployment(b))
 		return d.replicas == 10, d.String()
 	})
