@@ -299,3 +299,26 @@ func TestRegistry_MakesNoConnectionOnceStopped(t *testing.T) {
 		t.Errorf("after the registry stopped, Ensure made %d connections; running: %v", n, r.Names())
 	}
 }
+
+// A registry that stops while Ensure makes a connection keeps none of it:
+// the connection made meanwhile is not added (and never started).
+func TestRegistry_KeepsNoConnectionMadeWhileItStopped(t *testing.T) {
+	release := make(chan struct{})
+	close(release)
+	r := newTestRegistry(release)
+	newCluster := r.newCluster
+	r.newCluster = func(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := r.Start(ctx); err != nil { // the manager stops meanwhile
+			t.Error(err)
+		}
+		return newCluster(cfg, opts...)
+	}
+	if err := r.Ensure("late", "id", &rest.Config{Host: "https://127.0.0.1:1"}); err == nil {
+		t.Error("Ensure across the registry's stop returned no error")
+	}
+	if names := r.Names(); len(names) != 0 {
+		t.Errorf("a connection made while the registry stopped was kept: %v", names)
+	}
+}
