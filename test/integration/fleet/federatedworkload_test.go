@@ -82,8 +82,8 @@ func newFedFleetOn(t *testing.T, prefix string, proxied bool, envA, envB *testen
 	}
 	createSecret(t, f.ns+"-a", map[string][]byte{"kubeconfig": kubeconfigOf(t, envA, servers[f.clusters[0]])})
 	createSecret(t, f.ns+"-b", map[string][]byte{"kubeconfig": kubeconfigOf(t, envB, servers[f.clusters[1]])})
-	createMemberCluster(t, f.clusters[0], f.ns+"-a", map[string]string{"fw-test": f.ns, "weight": "2"})
-	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, "weight": "3"})
+	createMemberCluster(t, f.clusters[0], f.ns+"-a", map[string]string{"fw-test": f.ns, hubScope: f.ns, "weight": "2"})
+	createMemberCluster(t, f.clusters[1], f.ns+"-b", map[string]string{"fw-test": f.ns, hubScope: f.ns, "weight": "3"})
 	f.startHub()
 	for _, c := range f.clusters {
 		waitForReady(t, c, metav1.ConditionTrue, fleetv1alpha1.MemberClusterReasonReachable, 20*time.Second)
@@ -135,7 +135,7 @@ func (f *fedFleet) startHub() {
 	if f.wrapMembers != nil {
 		fwMembers = f.wrapMembers(reg)
 	}
-	f.stopHub = runManager(f.t, func(mgr ctrl.Manager) error {
+	f.stopHub = runScopedHub(f.t, f.ns, func(mgr ctrl.Manager) error {
 		if err := (&membercluster.Reconciler{
 			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-membercluster"),
 			ProbeInterval: testProbes.ProbeInterval, ProbeTimeout: testProbes.ProbeTimeout, FleetNamespace: testenv.FleetNamespace,
@@ -949,7 +949,9 @@ func TestFederatedWorkload_UnreachableMemberKeepsItsShareUntilLost(t *testing.T)
 		t.Fatalf("%s got budget while %s's whole share counted as unavailable: %v", b, a, d)
 	}
 	f.setStatus(b, 10, 10, 10)
-	f.waitForCondition(a+" forgotten once "+b+" holds the whole workload", func(fw *fleetv1alpha1.FederatedWorkload) bool {
+	// Once b runs the whole workload the surge budget is free, so the hub may
+	// start b before it forgets a: b's controller keeps observing meanwhile.
+	f.ackUntil(a+" forgotten once "+b+" holds the whole workload", func(fw *fleetv1alpha1.FederatedWorkload) bool {
 		return clusterStatus(fw, a) == nil
 	})
 	f.clusters = []string{b}

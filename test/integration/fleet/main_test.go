@@ -15,9 +15,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/testenv"
 )
 
@@ -123,7 +127,31 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // it when the test ends. The returned function stops it earlier and waits.
 func runManager(t *testing.T, setup func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(hubEnv.Config, hubEnv.ManagerOptions())
+	return runManagerWith(t, hubEnv.ManagerOptions(), setup)
+}
+
+// runScopedHub is runManager for a hub that sees only one test's objects: the
+// namespaced ones in ns (and the kubeconfig Secrets of the fleet namespace),
+// and the MemberClusters labelled hubScope=ns. Objects earlier tests left on
+// the shared hub apiserver (envtest runs no namespace controller to delete
+// them) are then neither reconciled nor probed by it.
+// hubScope labels the MemberClusters of one scoped hub; tests relabel their
+// other labels to move a cluster in or out of a placement.
+const hubScope = "lockstep-test-hub"
+
+func runScopedHub(t *testing.T, ns string, setup func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
+	o := hubEnv.ManagerOptions()
+	o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}, testenv.FleetNamespace: {}}
+	o.Cache.ByObject = map[client.Object]cache.ByObject{
+		&fleetv1alpha1.MemberCluster{}: {Label: labels.SelectorFromSet(labels.Set{hubScope: ns})},
+	}
+	return runManagerWith(t, o, setup)
+}
+
+func runManagerWith(t *testing.T, o ctrl.Options, setup func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(hubEnv.Config, o)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

@@ -38,7 +38,7 @@ func (f *fedFleet) startWatchingHub(poll time.Duration) {
 	reg := members.NewRegistry(memberEnv.Scheme, ctrl.Log.WithName("members"))
 	events := federatedworkload.NewMemberEvents()
 	reg.AddWatcher(events)
-	f.stopHub = runManager(f.t, func(mgr ctrl.Manager) error {
+	f.stopHub = runScopedHub(f.t, f.ns, func(mgr ctrl.Manager) error {
 		if err := (&membercluster.Reconciler{
 			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-membercluster"),
 			ProbeInterval: testProbes.ProbeInterval, ProbeTimeout: testProbes.ProbeTimeout, FleetNamespace: testenv.FleetNamespace,
