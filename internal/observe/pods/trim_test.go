@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,6 +22,7 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 	group := "g-0"
 	full := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "a-0", Labels: map[string]string{v1alpha1.LabelPodIndex: "0", v1alpha1.LabelTemplateHash: "h1"},
+			Annotations:       map[string]string{"note": "from the template"},
 			CreationTimestamp: metav1.Time{Time: now.Add(-10 * time.Second)},
 			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "lockstep"}}},
 		Spec: corev1.PodSpec{
@@ -32,7 +34,8 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 			Volumes: []corev1.Volume{{Name: "cache"}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now.Add(-5 * time.Second)}}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now.Add(-5 * time.Second)}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "engine", Image: "engine:v1", ImageID: "sha256:x",
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}}}},
 	}
@@ -41,8 +44,14 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	trimmed := got.(*corev1.Pod)
-	if len(trimmed.Spec.Containers) != 0 || len(trimmed.Spec.Volumes) != 0 || trimmed.ManagedFields != nil || trimmed.Status.PodIP != "" {
+	if len(trimmed.Spec.Containers) != 0 || len(trimmed.Spec.Volumes) != 0 || trimmed.ManagedFields != nil || trimmed.Status.PodIP != "" ||
+		trimmed.Annotations != nil || trimmed.Status.ContainerStatuses[0].State.Running != nil {
 		t.Fatalf("not trimmed: %+v", trimmed)
+	}
+	for _, c := range trimmed.Status.Conditions {
+		if c.Type != corev1.PodReady && c.Type != corev1.PodScheduled {
+			t.Errorf("condition %s kept; nothing reads it", c.Type)
+		}
 	}
 	wantUnit, _ := Unit(full, 0, now)
 	if u, _ := Unit(trimmed, 0, now); u != wantUnit {
@@ -57,6 +66,39 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 	if other, _ := TrimForCache(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}); other.(*corev1.Node).Name != "n" {
 		t.Errorf("a node changed: %+v", other)
 	}
+}
+
+// Two pods decoded apart hold one copy of the strings they share once
+// trimmed: their label keys and values, namespace and owner kind.
+func TestTrimForCache_SharesTheStringsPodsRepeat(t *testing.T) {
+	decode := func() *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := json.Unmarshal([]byte(examplePod), p); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := TrimForCache(p)
+		return o.(*corev1.Pod)
+	}
+	a, b := decode(), decode()
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: two copies of %q", what, x)
+		}
+	}
+	for k := range a.Labels {
+		var kb string
+		for k2 := range b.Labels {
+			if k2 == k {
+				kb = k2
+			}
+		}
+		same("label key", k, kb)
+		same("label "+k, a.Labels[k], b.Labels[k])
+	}
+	same("namespace", a.Namespace, b.Namespace)
+	same("owner kind", a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind)
+	same("node", a.Spec.NodeName, b.Spec.NodeName)
 }
 
 // examplePod is a pod as the apiserver serves one of a disaggregated
