@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -501,5 +503,50 @@ func TestGet_RendersAndPrintsTheObject(t *testing.T) {
 	setProgressing(t, pcs, metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete)
 	if out := mustRun(t, ns, 0, "get", "pcs", pcs.Name, "-w", "--until-done", "--timeout", "10s"); !strings.Contains(out, "Complete") {
 		t.Errorf("get -w --until-done printed %q", out)
+	}
+}
+
+// A status write that lands between a verb's read and its patch (the
+// operator and the hub write status all through a rollout) makes the patch
+// conflict; the verb reads again and makes its edit on what it read then.
+func TestPatch_MakesTheEditAgainWhenTheObjectChangedUnderIt(t *testing.T) {
+	ns, pcs := newPCS(t)
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patches, reads int
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if patches++; patches == 1 {
+				// the operator's status write, after the verb read the object
+				setObservedGeneration(t, pcs, 1)
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	s := &session{client: c, scheme: newScheme(), ns: ns, out: io.Discard}
+	got, err := s.patch(t.Context(), pcs.Name, func(p *v1alpha1.PodCliqueSet) error {
+		p.Spec.Paused = true
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the patch failed on a status write it did not make: %v", err)
+	}
+	if !got.Spec.Paused || !reread(t, pcs).Spec.Paused || patches != 2 || reads != 2 {
+		t.Errorf("paused %v (served %v) after %d patches and %d reads, want it paused after 2 of each", got.Spec.Paused, reread(t, pcs).Spec.Paused, patches, reads)
+	}
+}
+
+func setObservedGeneration(t *testing.T, pcs *v1alpha1.PodCliqueSet, g int64) {
+	t.Helper()
+	cur := reread(t, pcs)
+	cur.Status.ObservedGeneration = g
+	if err := env.Client.Status().Update(t.Context(), cur); err != nil {
+		t.Fatal(err)
 	}
 }

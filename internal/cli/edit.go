@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
@@ -30,18 +31,29 @@ func (s *session) patchFW(ctx context.Context, name string, edit func(*fleetv1al
 
 // patchObject reads the object k name into obj, changes it with edit and
 // writes the change as a merge patch that fails if someone else wrote in
-// between.
+// between. Then it reads the object again and applies edit to that: the
+// controllers write status all through a rollout, and an edit decides from
+// what it reads (promote's next partition), so it is made again, never
+// written over a newer object.
 func patchObject[T client.Object](ctx context.Context, s *session, k kind, name string, obj T, edit func(T) error) (T, error) {
 	var none T
-	if err := s.read(ctx, k, name, obj); err != nil {
+	empty := obj.DeepCopyObject().(T)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj = empty.DeepCopyObject().(T)
+		if err := s.read(ctx, k, name, obj); err != nil {
+			return err
+		}
+		base := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		if err := edit(obj); err != nil {
+			return err
+		}
+		if err := s.client.Patch(ctx, obj, base); err != nil {
+			return fmt.Errorf("patching %s %s/%s: %w", k, s.ns, name, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return none, err
-	}
-	base := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	if err := edit(obj); err != nil {
-		return none, err
-	}
-	if err := s.client.Patch(ctx, obj, base); err != nil {
-		return none, fmt.Errorf("patching %s %s/%s: %w", k, s.ns, name, err)
 	}
 	return obj, nil
 }
