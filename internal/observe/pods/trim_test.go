@@ -37,7 +37,8 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
 				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now.Add(-5 * time.Second)}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "engine", Image: "engine:v1", ImageID: "sha256:x",
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}}}},
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}},
+				{Name: "sidecar", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Time{Time: now}}}}}},
 	}
 	got, err := TrimForCache(full.DeepCopy())
 	if err != nil {
@@ -45,7 +46,7 @@ func TestTrimForCache_KeepsWhatTheControllersRead(t *testing.T) {
 	}
 	trimmed := got.(*corev1.Pod)
 	if len(trimmed.Spec.Containers) != 0 || len(trimmed.Spec.Volumes) != 0 || trimmed.ManagedFields != nil || trimmed.Status.PodIP != "" ||
-		trimmed.Annotations != nil || trimmed.Status.ContainerStatuses[0].State.Running != nil {
+		trimmed.Annotations != nil || trimmed.Status.ContainerStatuses[1].State.Running != nil {
 		t.Fatalf("not trimmed: %+v", trimmed)
 	}
 	for _, c := range trimmed.Status.Conditions {
