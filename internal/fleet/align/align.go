@@ -494,7 +494,15 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 			break
 		}
 		g.MaxUnavailable += min(max(0, freeU), max(0, outdated-g.MaxUnavailable))
-		g.MaxSurge += min(max(0, freeS), max(0, outdated-g.MaxSurge))
+		// Surge lets it make new pods above its share: once every pod it
+		// runs is new it makes none, and more surge would only sit idle
+		// (a write that costs it a sync and the others the budget). Settling
+		// counts bound its pods from above only: they cannot say so.
+		toMake := outdated
+		if !m.Status.Settling {
+			toMake = max(0, m.Desired-m.Status.Updated)
+		}
+		g.MaxSurge += min(max(0, freeS), max(0, outdated-g.MaxSurge), toMake)
 		g.Paused = g.MaxUnavailable == 0 && g.MaxSurge == 0
 		if g.Paused {
 			mp.Waiting = "no budget left"

@@ -151,6 +151,32 @@ func TestAlign_TerminatingPodsAreChargedButNotGrantedAsSurge(t *testing.T) {
 	}
 }
 
+// Surge lets a Deployment make new pods above its share; one whose pods are
+// all on the new template makes none, so a grant gives it no more surge than
+// it runs. Seen on real members: a share of 1 rolled with both limits deletes
+// its old pod at once; while that pod terminates it takes the surge (maxSurge
+// written as 0), and once it is gone the surge used to come back, a write the
+// member could not use that cost it a sync and the hub a round.
+func TestAlign_ADeploymentWithEveryPodNewGetsNoSurgeBack(t *testing.T) {
+	s := Strategy{Replicas: 3, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(1)}
+	a := Member{Name: "a", Kind: Deployment, Desired: 1, Target: 1,
+		Status: Status{Replicas: 1, Updated: 1},
+		Last:   &Grant{Started: true, MaxUnavailable: 1}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 1, Target: 1, Status: Status{Replicas: 1, Available: 1}, Last: &Grant{}}
+	c := Member{Name: "c", Kind: Deployment, Desired: 1, Target: 1, Status: Status{Replicas: 1, Available: 1}, Last: &Grant{}}
+	plan, err := Align(s, []Member{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; g != *a.Last {
+		t.Errorf("a, with its one pod new and starting, was granted %+v, want what it holds, %+v", g, *a.Last)
+	}
+	// The surge it does not take is there for a member that can use it.
+	if g := plan.Members[1].Grant; !g.Started || g.MaxSurge != 1 {
+		t.Errorf("b was granted %+v, want it started with the free surge", g)
+	}
+}
+
 // A new workload's partitioned members start with every unit on the current
 // template (a partition of 0), more than replicas − partition allows: the
 // planner must leave them so, never raise a partition to make room.
