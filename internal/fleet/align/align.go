@@ -151,7 +151,7 @@ func Widest(a, b *Grant) *Grant {
 func StillActing(m *Member, g Grant) *Grant {
 	last := initial(m)
 	if m.Last != nil {
-		last = *m.Last
+		last = spendable(m, *m.Last)
 	}
 	acting := &last
 	if m.Reach != Current {
@@ -388,6 +388,10 @@ func hold(m *Member, paused bool) MemberPlan {
 		last = *m.Last
 	}
 	g := last
+	// Charged for what it can still spend of its last grant: a member that
+	// is done with it, or with its surge, frees that budget this round, not
+	// only once it has seen the grant that takes it back.
+	last = spendable(m, last)
 	if m.Kind == Partitioned {
 		g.Partition = min(g.Partition, m.Desired) // a share that shrank lowers it too
 		g.Paused = paused
@@ -417,6 +421,26 @@ func hold(m *Member, paused bool) MemberPlan {
 		mp.Surge = max(mp.Surge, chargeSurge(m, *m.Observed))
 	}
 	return mp
+}
+
+// spendable is the part of grant g a current member with settled counts
+// can still spend: a Deployment makes pods above its share only while some of
+// its share is not yet on the new template, and takes pods down only while
+// it runs old ones. What it cannot spend it is charged for as it uses it now.
+// Its counts cannot change that until the hub writes to it again: its new
+// ReplicaSet already asks for its whole share (a pod that fails is replaced
+// by the ReplicaSet, within no limit), and no old pod comes back.
+func spendable(m *Member, g Grant) Grant {
+	if m.Kind != Deployment || !g.Started || g.Paused || m.Reach != Current || m.Status.Settling {
+		return g
+	}
+	if m.Status.Updated >= m.Desired {
+		g.MaxSurge = min(g.MaxSurge, runningSurge(m))
+	}
+	if m.Status.Replicas <= m.Status.Updated {
+		g.MaxUnavailable = min(g.MaxUnavailable, unavailableNow(m))
+	}
+	return g
 }
 
 // grow hands the member what it can use of the budget left in p.

@@ -177,6 +177,41 @@ func TestAlign_ADeploymentWithEveryPodNewGetsNoSurgeBack(t *testing.T) {
 	}
 }
 
+// A Deployment member done with its grant can spend none of it: the round
+// that freezes it hands its budget on, rather than charging it until it has
+// seen the freeze (a round later, and on a busy member seconds later).
+func TestAlign_ADoneDeploymentFreesItsBudgetInTheRoundThatFreezesIt(t *testing.T) {
+	s := Strategy{Replicas: 2, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(1)}
+	a := Member{Name: "a", Kind: Deployment, Desired: 1, Target: 1,
+		Status: Status{Replicas: 1, Updated: 1, UpdatedAvailable: 1, Available: 1},
+		Last:   &Grant{Started: true, MaxUnavailable: 1, MaxSurge: 1}}
+	b := Member{Name: "b", Kind: Deployment, Desired: 1, Target: 1, Status: Status{Replicas: 1, Available: 1}, Last: &Grant{}}
+	plan, err := Align(s, []Member{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; !g.Paused {
+		t.Errorf("a, done, was granted %+v, want it frozen", g)
+	}
+	if g := plan.Members[1].Grant; !g.Started || g.MaxUnavailable != 1 || g.MaxSurge != 1 {
+		t.Errorf("b was granted %+v, want it started with the whole budget a can no longer spend", g)
+	}
+	// Not so for a member whose status may trail its ReplicaSets, or that
+	// has not seen its grant: it may still spend it.
+	for _, m := range []Member{withSettling(a), withReach(a, Stale)} {
+		plan, err := Align(s, []Member{m, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := plan.Members[1].Grant; g.Started {
+			t.Errorf("b started (%+v) beside a that may still spend its grant: %+v", g, m)
+		}
+	}
+}
+
+func withSettling(m Member) Member       { m.Status.Settling = true; return m }
+func withReach(m Member, r Reach) Member { m.Reach = r; return m }
+
 // A new workload's partitioned members start with every unit on the current
 // template (a partition of 0), more than replicas − partition allows: the
 // planner must leave them so, never raise a partition to make room.
