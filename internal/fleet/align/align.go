@@ -302,6 +302,12 @@ func Align(s Strategy, members []Member) (Plan, error) {
 	for i := range plans {
 		// as the member object holds it, so the next round reads back the same
 		plans[i].Grant = Stored(ms[i].Kind, plans[i].Grant)
+		if m := &ms[i]; m.Last != nil && !plans[i].Grant.Paused && spendable(m, *m.Last) == spendable(m, plans[i].Grant) {
+			// It differs from the last only in what the member cannot spend
+			// (the surge a member whose pods are all new gave back): a write
+			// would change nothing it does, and cost it a sync.
+			plans[i].Grant = *m.Last
+		}
 	}
 	p.Members = plans
 	p.Done = true

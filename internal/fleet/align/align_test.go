@@ -212,6 +212,30 @@ func TestAlign_ADoneDeploymentFreesItsBudgetInTheRoundThatFreezesIt(t *testing.T
 func withSettling(m Member) Member       { m.Status.Settling = true; return m }
 func withReach(m Member, r Reach) Member { m.Reach = r; return m }
 
+// A member whose pods are all new but whose old pod still terminates can
+// spend none of its surge; the grant it holds is left as it is (no write that
+// changes nothing it does), and the terminating pod is still charged.
+func TestAlign_AGrantDifferingOnlyInWhatTheMemberCannotSpendIsNotRewritten(t *testing.T) {
+	s := Strategy{Replicas: 2, MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(1)}
+	last := Grant{Started: true, MaxUnavailable: 1, MaxSurge: 1}
+	a := Member{Name: "a", Kind: Deployment, Desired: 1, Target: 1,
+		Status: Status{Replicas: 1, Terminating: 1, Updated: 1}, Last: &last}
+	b := Member{Name: "b", Kind: Deployment, Desired: 1, Target: 1, Status: Status{Replicas: 1, Available: 1}, Last: &Grant{}}
+	plan, err := Align(s, []Member{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Members[0].Grant; g != last {
+		t.Errorf("a was granted %+v, want the grant it holds, %+v", g, last)
+	}
+	if mp := plan.Members[0]; mp.Unavailable != 1 || mp.Surge != 1 {
+		t.Errorf("a is charged %d unavailable and %d surge, want its new pod starting and its old one terminating", mp.Unavailable, mp.Surge)
+	}
+	if g := plan.Members[1].Grant; g.Started {
+		t.Errorf("b started (%+v) with no budget left", g)
+	}
+}
+
 // A new workload's partitioned members start with every unit on the current
 // template (a partition of 0), more than replicas − partition allows: the
 // planner must leave them so, never raise a partition to make room.

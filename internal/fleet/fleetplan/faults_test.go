@@ -197,7 +197,7 @@ WAVE  TIME  AVAILABLE  UNITS  A                      B
 1     0s    4/4        7/7    3/3 surge 1 unavail 2  0/3 held
 2     20s   6/4        6/7    3/3 surge 1 unavail 2  0/3 held
 3     40s   4/4        6/7    3/3 paused             3/3 surge 0 unavail 2
-4     1m0s  5/4        6/7    3/3 paused             3/3 surge 0 unavail 1
+4     1m0s  5/4        6/7    3/3 paused             3/3 surge 0 unavail 2
 
   AVAILABLE: fewest available units in the wave / the floor; UNITS: most units / the ceiling.
   Per cluster: updated/share units at the end of the wave, then its grant.

@@ -375,19 +375,40 @@ func settled(ctx context.Context, hub client.Client, ns string, gen int64) (int,
 	return done, list.Items, nil
 }
 
-// idealRounds is the number of waves align.Play takes to roll the workload
-// over its members' shares with its strategy: each wave one round of grants.
+// idealRounds is the number of rounds that change grants when the workload
+// rolls over its members' shares with its strategy as align.Play plays it:
+// each wave one round of grants, and the round after the last wave when it
+// still changes a grant. Play stops once the plan is done, but the hub's
+// round that sees it done still writes the grants that freeze the finished
+// members (a Deployment done with its share is paused), and logs it as
+// Granted like any other: the count the ideal is compared with.
 func idealRounds(fw *fleetv1alpha1.FederatedWorkload) (int, error) {
 	var sims []*align.SimMember
 	for _, c := range fw.Status.Clusters {
 		sims = append(sims, align.NewSimMember(c.Name, align.Deployment, c.DesiredReplicas))
 	}
-	waves, done, err := align.Play(member.StrategyOf(fw), sims, 1000)
+	strategy := member.StrategyOf(fw)
+	waves, done, err := align.Play(strategy, sims, 1000)
 	if err != nil {
 		return 0, err
 	}
 	if !done {
 		return 0, fmt.Errorf("align.Play did not finish the rollout of %s", fw.Name)
+	}
+	ms := make([]align.Member, 0, len(sims))
+	written := map[string]*align.Grant{}
+	for _, s := range sims {
+		ms = append(ms, s.Member())
+		written[s.Name] = s.Written
+	}
+	last, err := align.Align(strategy, ms)
+	if err != nil {
+		return 0, err
+	}
+	for _, mp := range last.Members {
+		if w := written[mp.Name]; w == nil || *w != mp.Grant {
+			return len(waves) + 1, nil
+		}
 	}
 	return len(waves), nil
 }
