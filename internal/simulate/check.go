@@ -171,17 +171,20 @@ func (c *checker) notePause(hold invariant.Hold, in rollout.SetInput, tree rollo
 		if cp.Kind == rollout.KindMember {
 			continue
 		}
-		var live, updated int32
+		// Indices, not units: a surge unit beside the one it replaces
+		// (surgePlacement ReplacedIndex) fills no other index.
+		live := map[int32]bool{}
+		var updated int32
 		for _, u := range childUnits(in, cp, spec) {
 			if u.Terminating || u.Index < 0 || u.Index >= cp.Policy.Replicas {
 				continue
 			}
-			live++
+			live[u.Index] = true
 			if u.Revision == cp.Policy.UpdateRevision {
 				updated++
 			}
 		}
-		c.underWay[roleKey{cp.Replica, cp.Role, cp.Policy.UpdateRevision}] = updated + max(0, cp.Policy.Replicas-live)
+		c.underWay[roleKey{cp.Replica, cp.Role, cp.Policy.UpdateRevision}] = updated + max(0, cp.Policy.Replicas-int32(len(live)))
 	}
 }
 
