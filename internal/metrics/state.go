@@ -46,7 +46,7 @@ var (
 	descPaused            = newDesc("lockstep_podcliqueset_paused", "1 when spec.paused holds the rollout, else 0.", pcsLabels)
 	descPartition         = newDesc("lockstep_podcliqueset_partition", "spec.updateStrategy.rollingUpdate.partition: replicas below it keep the old revision.", pcsLabels)
 	descDeadline          = newDesc("lockstep_podcliqueset_progress_deadline_seconds", "spec.progressDeadlineSeconds.", pcsLabels)
-	descSinceProgress     = newDesc("lockstep_podcliqueset_seconds_since_last_progress", "Seconds since the rollout last made progress; only while a rollout runs and waits at no gate (the progress deadline does not run there).", pcsLabels)
+	descSinceProgress     = newDesc("lockstep_podcliqueset_seconds_since_last_progress", "Seconds since the rollout last made progress; only while a rollout runs, unpaused and at no gate (the progress deadline does not run there).", pcsLabels)
 	descGateWaiting       = newDesc("lockstep_podcliqueset_gate_waiting_seconds", "Seconds the rollout has waited at its gate (status.updateProgress.gate); only while it waits. reason is Soaking or AwaitingApproval.", []string{"namespace", "podcliqueset", "gate", "reason"})
 	descRoleStep          = newDesc("lockstep_podcliqueset_role_step", "Index (0-based) of the earliest roleUpgrade step a replica is at; the role label is that step's role. Only while a replica is at a step.", roleLabels)
 	descUnscheduledGangs  = newDesc("lockstep_podcliqueset_unscheduled_gangs", "Gangs with fewer scheduled pods than their minimum.", pcsLabels)
@@ -194,6 +194,7 @@ func collectSet(ch chan<- prometheus.Metric, pcs *v1alpha1.PodCliqueSet, f *fami
 		case up.UpdateEndedAt != nil:
 		case up.Gate != nil:
 			gauge(descGateWaiting, max(0, now.Sub(up.Gate.ReachedAt.Time).Seconds()), up.Gate.Name, string(up.Gate.Reason))
+		case spec.Paused: // the deadline clock stands while paused
 		case up.LastProgressAt != nil:
 			gauge(descSinceProgress, max(0, now.Sub(up.LastProgressAt.Time).Seconds()))
 		}

@@ -134,7 +134,7 @@ lockstep_podcliqueset_role_step{namespace="serving",podcliqueset="llm",role="pre
 # HELP lockstep_podcliqueset_unscheduled_gangs Gangs with fewer scheduled pods than their minimum.
 # TYPE lockstep_podcliqueset_unscheduled_gangs gauge
 lockstep_podcliqueset_unscheduled_gangs{namespace="serving",podcliqueset="llm"} 1
-# HELP lockstep_podcliqueset_seconds_since_last_progress Seconds since the rollout last made progress; only while a rollout runs and waits at no gate (the progress deadline does not run there).
+# HELP lockstep_podcliqueset_seconds_since_last_progress Seconds since the rollout last made progress; only while a rollout runs, unpaused and at no gate (the progress deadline does not run there).
 # TYPE lockstep_podcliqueset_seconds_since_last_progress gauge
 lockstep_podcliqueset_seconds_since_last_progress{namespace="serving",podcliqueset="llm"} 90
 # HELP lockstep_podcliqueset_partition spec.updateStrategy.rollingUpdate.partition: replicas below it keep the old revision.
@@ -193,6 +193,17 @@ func TestState_NoProgressClockOnceTheRolloutEnded(t *testing.T) {
 	s := newState(t, true, pcs)
 	if n := testutil.CollectAndCount(s, "lockstep_podcliqueset_seconds_since_last_progress", "lockstep_podcliqueset_role_step"); n != 0 {
 		t.Fatalf("%d progress-clock or role-step series after the rollout ended", n)
+	}
+}
+
+// The deadline clock stands while paused: lastProgressAt is kept as it was,
+// and the time since it is no sign of a stuck rollout.
+func TestState_NoProgressClockWhilePaused(t *testing.T) {
+	pcs := disaggregated()
+	pcs.Spec.Paused = true
+	s := newState(t, true, pcs)
+	if n := testutil.CollectAndCount(s, "lockstep_podcliqueset_seconds_since_last_progress"); n != 0 {
+		t.Fatalf("%d progress-clock series while paused", n)
 	}
 }
 

@@ -113,7 +113,8 @@ func TestReplicaGate_SoakCountsFromTheCheckpointAndStopsTheDeadlineClock(t *test
 	if plan.Status.GateRecheckIn != 30*time.Second {
 		t.Fatalf("recheck in %s, want 30s", plan.Status.GateRecheckIn)
 	}
-	if plan.Status.DeadlineExceeded || !plan.Status.Progress.LastProgressAt.Equal(epoch) {
+	// the clock stands at the gate, and starts again when the rollout goes on
+	if plan.Status.DeadlineExceeded || !plan.Status.Progress.LastProgressAt.Equal(prev.LastProgressAt) {
 		t.Fatalf("a soak counted against the deadline: exceeded %v, last progress %s", plan.Status.DeadlineExceeded, plan.Status.Progress.LastProgressAt)
 	}
 	if r := condition(plan, v1alpha1.ConditionReconciling); r.Status != "True" {
@@ -122,6 +123,9 @@ func TestReplicaGate_SoakCountsFromTheCheckpointAndStopsTheDeadlineClock(t *test
 	plan = planSet(t, SetInput{Spec: spec, Revisions: v1v2, Replicas: firstDone(spec, 1), Previous: prev, Now: epoch.Add(30 * time.Second)})
 	if got := updatingIndices(plan); !slices.Equal(got, []int32{1}) {
 		t.Fatalf("soaked: updating %v, want [1]", got)
+	}
+	if at := plan.Status.Progress.LastProgressAt; !at.Equal(epoch.Add(30 * time.Second)) {
+		t.Fatalf("soaked: last progress %s, want the clock restarted as the rollout goes on", at)
 	}
 }
 

@@ -131,7 +131,9 @@ func (p *setPlanner) progress(s SetStatus, u *updatingSet) (Progress, bool) {
 	}
 	// time waiting at a gate, as time paused, never counts against the deadline
 	held := p.paused() || u.gate != nil
-	prog.LastProgressAt, prog.Counts, exceeded = TrackProgress(prev.LastProgressAt, best, p.unitCounts(s), p.in.Now, held, active, deadline)
+	restart := prev.UpdateRevision != rev.Update.Name ||
+		(active && !held && (prev.Paused || prev.Gate != nil || !prev.UpdateEndedAt.IsZero()))
+	prog.LastProgressAt, prog.Counts, exceeded = TrackProgress(prev.LastProgressAt, best, p.unitCounts(s), p.in.Now, held, active, restart, deadline)
 	return prog, exceeded
 }
 

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -482,24 +483,55 @@ func TestTrackProgress_OnlyARiseAboveTheHighestIsProgress(t *testing.T) {
 		name         string
 		cur          ProgressCounts
 		now          time.Time
-		paused       bool
+		held         bool
 		active       bool
+		restart      bool
 		wantLast     time.Time
 		wantExceeded bool
 	}{
-		{"a unit updated: progress now", ProgressCounts{Updated: 2, Ready: 3, Available: 3}, epoch.Add(time.Hour), false, true, epoch.Add(time.Hour), false},
-		{"no change within the deadline", best, epoch.Add(time.Minute), false, true, last, false},
-		{"no change past the deadline", best, epoch.Add(time.Minute + time.Second), false, true, last, true},
-		{"a pod lost readiness: no progress", ProgressCounts{Updated: 1, Ready: 2, Available: 2}, epoch.Add(2 * time.Minute), false, true, last, true},
-		{"paused: the clock restarts", best, epoch.Add(time.Hour), true, true, epoch.Add(time.Hour), false},
-		{"no rollout running", best, epoch.Add(time.Hour), false, false, epoch.Add(time.Hour), false},
+		{"a unit updated: progress now", ProgressCounts{Updated: 2, Ready: 3, Available: 3}, epoch.Add(time.Hour), false, true, false, epoch.Add(time.Hour), false},
+		{"no change within the deadline", best, epoch.Add(time.Minute), false, true, false, last, false},
+		{"no change past the deadline", best, epoch.Add(time.Minute + time.Second), false, true, false, last, true},
+		{"a pod lost readiness: no progress", ProgressCounts{Updated: 1, Ready: 2, Available: 2}, epoch.Add(2 * time.Minute), false, true, false, last, true},
+		{"held: the clock stands", best, epoch.Add(time.Hour), true, true, false, last, false},
+		{"no rollout running: the clock stands", best, epoch.Add(time.Hour), false, false, false, last, false},
+		{"going on after a hold: the clock restarts", best, epoch.Add(time.Hour), false, true, true, epoch.Add(time.Hour), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gotLast, _, exceeded := TrackProgress(last, best, tc.cur, tc.now, tc.paused, tc.active, deadline)
+			gotLast, _, exceeded := TrackProgress(last, best, tc.cur, tc.now, tc.held, tc.active, tc.restart, deadline)
 			if !gotLast.Equal(tc.wantLast) || exceeded != tc.wantExceeded {
 				t.Fatalf("got %s %v, want %s %v", gotLast, exceeded, tc.wantLast, tc.wantExceeded)
 			}
 		})
+	}
+}
+
+// A rollout that has ended, or is paused, plans the same progress each time
+// it is looked at: the deadline clock stands, so a settled object's status
+// does not change (and is not written) on every reconcile. Going on again
+// restarts the clock, so the time paused never counts against the deadline.
+func TestPlanSet_TheDeadlineClockStandsWhileNothingRolls(t *testing.T) {
+	spec := threeRoles(2, func(s *v1alpha1.PodCliqueSetSpec) { s.ProgressDeadlineSeconds = ptr.To[int32](60) })
+	revs := Revisions{Current: setRevision("v1"), Update: setRevision("v2")}
+	done := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: steadyReplicas(spec, "v2"), Now: epoch,
+		Previous: Progress{UpdateRevision: "v2", UpdateStartedAt: epoch.Add(-time.Minute), LastProgressAt: epoch.Add(-time.Second)}})
+	later := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: steadyReplicas(spec, "v2"), Now: epoch.Add(time.Hour), Previous: done.Status.Progress})
+	if !reflect.DeepEqual(later.Status.Progress, done.Status.Progress) {
+		t.Fatalf("an ended rollout looked at an hour later: progress %+v, was %+v", later.Status.Progress, done.Status.Progress)
+	}
+
+	paused := *spec.DeepCopy()
+	paused.Paused = true
+	obs := firstDone(&paused, 1)
+	first := planSet(t, SetInput{Spec: &paused, Revisions: revs, Replicas: obs, Now: epoch,
+		Previous: Progress{UpdateRevision: "v2", UpdateStartedAt: epoch.Add(-time.Minute), LastProgressAt: epoch.Add(-time.Second)}})
+	second := planSet(t, SetInput{Spec: &paused, Revisions: revs, Replicas: obs, Now: epoch.Add(time.Hour), Previous: first.Status.Progress})
+	if !reflect.DeepEqual(second.Status.Progress, first.Status.Progress) {
+		t.Fatalf("a paused rollout looked at an hour later: progress %+v, was %+v", second.Status.Progress, first.Status.Progress)
+	}
+	resumed := planSet(t, SetInput{Spec: spec, Revisions: revs, Replicas: obs, Now: epoch.Add(2 * time.Hour), Previous: second.Status.Progress})
+	if at := resumed.Status.Progress.LastProgressAt; !at.Equal(epoch.Add(2*time.Hour)) || resumed.Status.DeadlineExceeded {
+		t.Fatalf("resumed after an hour paused: last progress %s, exceeded %v; want the clock restarted now", at, resumed.Status.DeadlineExceeded)
 	}
 }
 

@@ -196,3 +196,18 @@ func (w Writes) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// SplitSettled splits what the operator wrote over a window of a settled
+// cluster (by resource, from its own lockstep_client_writes_total) into the
+// writes the window caused and the late Event writes it did not: client-go
+// writes an Event series' final count once, about six minutes after the
+// series' last occurrence, so Events recorded long before may be written now.
+// An Event write counts as late only when the operator recorded no Event in
+// the window (lockstep_events_recorded_total): a recorded one is a decision.
+func SplitSettled(wrote Writes, recorded float64) (settled, late float64) {
+	all := wrote.sum(func(string) bool { return true })
+	if recorded == 0 {
+		late = wrote.Events()
+	}
+	return all - late, late
+}

@@ -21,10 +21,12 @@ import (
 
 // A settled PodCliqueSet costs the apiserver nothing: reconciling it and every
 // child again writes no object and no status (the same resourceVersions before
-// and after), so an idle cluster gets no writes from the operator.
+// and after), so an idle cluster gets no writes from the operator. It has
+// rolled once: the status of an ended rollout must stand still too.
 func TestPodCliqueSet_ReconcilingASettledObjectWritesNothing(t *testing.T) {
 	ns, pcs := disaggScene(t)
-	awaitRolledOut(t, pcs, "the PodCliqueSet to settle")
+	updatePCS(t, pcs, setEngineImage("engine:v2"))
+	awaitRolledOut(t, pcs, "the PodCliqueSet to roll and settle")
 	// settled: nothing pending, every pod ready, and no write for longer than
 	// a progress-only status change may wait (write.StatusBatch)
 	last, since := "", time.Now()

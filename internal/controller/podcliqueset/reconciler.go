@@ -143,7 +143,7 @@ const historyRetry = 5 * time.Second
 func requeueAfter(spec *v1alpha1.PodCliqueSetSpec, plan rollout.SetPlan, nextAvailable time.Duration, historyHeld bool, now time.Time) time.Duration {
 	wait := nextAvailable
 	p := plan.Status.Progress
-	if !plan.Status.Complete && !spec.Paused && spec.ProgressDeadlineSeconds != nil && !p.LastProgressAt.IsZero() && !plan.Status.DeadlineExceeded {
+	if !plan.Status.Complete && !spec.Paused && p.Gate == nil && spec.ProgressDeadlineSeconds != nil && !p.LastProgressAt.IsZero() && !plan.Status.DeadlineExceeded {
 		deadline := p.LastProgressAt.Add(time.Duration(*spec.ProgressDeadlineSeconds)*time.Second + time.Second).Sub(now)
 		if deadline > 0 && (wait == 0 || deadline < wait) {
 			wait = deadline

@@ -9,11 +9,24 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// recorded counts the Events the controllers record, by reason, when they
+// record them. client-go writes them later, and an Event series' final
+// count minutes after its last occurrence: this counter tells a settled
+// operator's late Event writes from a new decision.
+var recorded = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lockstep_events_recorded_total",
+	Help: "Events the controllers recorded, by reason (each also one log line).",
+}, []string{"reason"})
+
+func init() { crmetrics.Registry.MustRegister(recorded) }
 
 // Recorder records through inner and logs each event to log.
 func Recorder(inner events.EventRecorder, log logr.Logger) events.EventRecorder {
@@ -28,6 +41,7 @@ type recorder struct {
 // Eventf implements events.EventRecorder.
 func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
 	r.inner.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	recorded.WithLabelValues(reason).Inc()
 	kv := []any{"action", action, "reason", reason, "type", eventtype}
 	kv = append(kv, objectKeys("object", regarding)...)
 	kv = append(kv, objectKeys("related", related)...)

@@ -1,0 +1,26 @@
+package bench
+
+import "testing"
+
+// A settled cluster's window counts every write the operator made but the
+// Event writes of series it recorded before the window.
+func TestSplitSettled_TellsLateEventSeriesFromTheWindowsOwnWrites(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		wrote         Writes
+		recorded      float64
+		settled, late float64
+	}{
+		{"nothing written", Writes{}, 0, 0, 0},
+		{"an Event series closed late", Writes{"events.events.k8s.io": 2}, 0, 0, 2},
+		{"an Event recorded in the window", Writes{"events.events.k8s.io": 1}, 1, 1, 0},
+		{"a series recorded in the window, never written", Writes{}, 3, 0, 0},
+		{"a status write beside a late series", Writes{"podcliquesets.lockstep.dev/status": 1, "events": 1}, 0, 1, 1},
+		{"a pod deleted", Writes{"pods": 1}, 0, 1, 0},
+	} {
+		settled, late := SplitSettled(c.wrote, c.recorded)
+		if settled != c.settled || late != c.late {
+			t.Errorf("%s: SplitSettled(%v, %v) = %v settled, %v late; want %v, %v", c.name, c.wrote, c.recorded, settled, late, c.settled, c.late)
+		}
+	}
+}
