@@ -440,13 +440,25 @@ func spendable(m *Member, g Grant) Grant {
 	if m.Kind != Deployment || !g.Started || g.Paused || m.Reach != Current || m.Status.Settling {
 		return g
 	}
-	if m.Status.Updated >= m.Desired {
+	if newPodsLeft(m) == 0 {
 		g.MaxSurge = min(g.MaxSurge, runningSurge(m))
 	}
 	if m.Status.Replicas <= m.Status.Updated {
 		g.MaxUnavailable = min(g.MaxUnavailable, unavailableNow(m))
 	}
 	return g
+}
+
+// newPodsLeft is how many new pods a Deployment member may still make under
+// its spec: its share not yet on the new template. Once every pod it runs is
+// new it makes none, and surge beyond what it runs is of no use to it.
+// Settling counts bound its pods from above only and cannot say so: then each
+// pod of its share not yet updated and available may still be replaced.
+func newPodsLeft(m *Member) int32 {
+	if m.Status.Settling {
+		return max(0, m.Desired-m.Status.UpdatedAvailable)
+	}
+	return max(0, m.Desired-m.Status.Updated)
 }
 
 // grow hands the member what it can use of the budget left in p.
@@ -524,15 +536,10 @@ func grow(m *Member, mp *MemberPlan, p *Plan) {
 			break
 		}
 		g.MaxUnavailable += min(max(0, freeU), max(0, outdated-g.MaxUnavailable))
-		// Surge lets it make new pods above its share: once every pod it
-		// runs is new it makes none, and more surge would only sit idle
-		// (a write that costs it a sync and the others the budget). Settling
-		// counts bound its pods from above only: they cannot say so.
-		toMake := outdated
-		if !m.Status.Settling {
-			toMake = max(0, m.Desired-m.Status.Updated)
-		}
-		g.MaxSurge += min(max(0, freeS), max(0, outdated-g.MaxSurge), toMake)
+		// Surge lets it make new pods above its share: more than it has new
+		// pods left to make would only sit idle (a write that costs it a sync
+		// and the others the budget).
+		g.MaxSurge += min(max(0, freeS), max(0, outdated-g.MaxSurge), newPodsLeft(m))
 		g.Paused = g.MaxUnavailable == 0 && g.MaxSurge == 0
 		if g.Paused {
 			mp.Waiting = "no budget left"
