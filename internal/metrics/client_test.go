@@ -15,20 +15,7 @@ import (
 // Every request the client sends is timed, and so is its wait for the
 // client's rate limit.
 func TestRegisterClientLatency_TimesRequestsAndTheirWaitForTheRateLimit(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
-	reg := prometheus.NewRegistry()
-	RegisterClientLatency(reg)
-
-	cfg := &rest.Config{Host: srv.URL, QPS: 100, Burst: 1,
-		ContentConfig: rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}}
-	c, err := rest.UnversionedRESTClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, c := measuredClient(t, 1)
 	const requests = 3
 	for range requests {
 		if err := c.Get().AbsPath("/version").Do(context.Background()).Error(); err != nil {
@@ -54,6 +41,26 @@ func TestRegisterClientLatency_TimesRequestsAndTheirWaitForTheRateLimit(t *testi
 	}
 }
 
+// measuredClient is a client of a server that answers {} to everything, with
+// RegisterClientLatency's metrics in the registry it returns.
+func measuredClient(t *testing.T, burst int) (*prometheus.Registry, *rest.RESTClient) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	reg := prometheus.NewRegistry()
+	RegisterClientLatency(reg)
+	cfg := &rest.Config{Host: srv.URL, QPS: 100, Burst: burst,
+		ContentConfig: rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}}
+	c, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, c
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -66,19 +73,7 @@ func label(m *dto.Metric, name string) string {
 // Writes are counted by the resource they change, so a settled cluster's
 // writes can be told apart; reads are not counted.
 func TestRegisterClientLatency_CountsWritesByResource(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
-	reg := prometheus.NewRegistry()
-	RegisterClientLatency(reg)
-	cfg := &rest.Config{Host: srv.URL, QPS: 100, Burst: 10,
-		ContentConfig: rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}}
-	c, err := rest.UnversionedRESTClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, c := measuredClient(t, 10)
 	ctx := context.Background()
 	for _, r := range []*rest.Request{
 		c.Post().AbsPath("/api/v1").Namespace("a").Resource("pods").Body([]byte(`{}`)),
