@@ -82,12 +82,22 @@ func Resource(path string) string {
 	if len(seg) >= 3 && seg[0] == "namespaces" && (len(seg) > 3 || (seg[2] != "status" && seg[2] != "finalize")) {
 		seg = seg[2:]
 	}
-	name := seg[0]
-	if group != "" {
-		name += "." + group
-	}
+	var sub string
 	if len(seg) >= 3 {
-		name += "/" + seg[2]
+		sub = seg[2]
 	}
-	return name
+	return ResourceKey(group, seg[0], sub)
+}
+
+// ResourceKey names a resource as the apiserver's metrics label it (group,
+// resource, subresource), in one string: "replicasets.apps/status".
+func ResourceKey(group, resource, subresource string) string {
+	k := resource
+	if group != "" {
+		k += "." + group
+	}
+	if subresource != "" {
+		k += "/" + subresource
+	}
+	return k
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // Writes counts apiserver write requests by resource ("pods", "pods/status",
@@ -66,20 +68,9 @@ func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
 		if !writeVerbs[l["verb"]] {
 			continue
 		}
-		w[resourceKey(l["group"], l["resource"], l["subresource"])] += m.GetCounter().GetValue()
+		w[metrics.ResourceKey(l["group"], l["resource"], l["subresource"])] += m.GetCounter().GetValue()
 	}
 	return w, nil
-}
-
-func resourceKey(group, resource, subresource string) string {
-	k := resource
-	if group != "" {
-		k += "." + group
-	}
-	if subresource != "" {
-		k += "/" + subresource
-	}
-	return k
 }
 
 // Minus is what happened between an earlier scrape and this one.
