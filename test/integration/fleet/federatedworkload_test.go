@@ -535,10 +535,15 @@ func TestFederatedWorkload_PropagatesSharesAndReassertsThem(t *testing.T) {
 	}
 
 	// Someone scales the member object by hand; the hub takes the field back.
+	// The edit retries on a conflict, as kubectl edit would: the hub and the
+	// test's stand-in for the member's controller write the object too.
 	c := f.clusters[0]
-	u := f.deployment(c)
-	_ = unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas")
-	if err := f.envs[c].Client.Update(context.Background(), u, client.FieldOwner("kubectl-edit")); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := f.deployment(c)
+		_ = unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas")
+		return f.envs[c].Client.Update(context.Background(), u, client.FieldOwner("kubectl-edit"))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, fwStepTimeout, "the hub re-asserts replicas 4 in "+c, func() (bool, string) {
@@ -867,12 +872,16 @@ func TestFederatedWorkload_LeavingClusterMovesItsPodsFirst(t *testing.T) {
 // relabel sets one label of MemberCluster c.
 func (f *fedFleet) relabel(c, key, value string) {
 	f.t.Helper()
-	var mc fleetv1alpha1.MemberCluster
-	if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Name: c}, &mc); err != nil {
-		f.t.Fatal(err)
-	}
-	mc.Labels[key] = value
-	if err := hubEnv.Client.Update(context.Background(), &mc); err != nil {
+	// The hub writes the MemberCluster's status meanwhile; retry on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var mc fleetv1alpha1.MemberCluster
+		if err := hubEnv.Client.Get(context.Background(), client.ObjectKey{Name: c}, &mc); err != nil {
+			return err
+		}
+		mc.Labels[key] = value
+		return hubEnv.Client.Update(context.Background(), &mc)
+	})
+	if err != nil {
 		f.t.Fatalf("relabelling %s: %v", c, err)
 	}
 }
@@ -1129,10 +1138,13 @@ func TestFederatedWorkload_StatefulSetPartitionIsExactAndNeverRises(t *testing.T
 	}
 	f.waitForCondition("the workload settled", complete)
 
-	fw = f.workload()
-	fw.Spec.Template = statefulSetTemplate("db:2")
-	fw.Spec.RolloutStrategy.Partition = 2
-	if err := hubEnv.Client.Update(context.Background(), fw); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fw = f.workload()
+		fw.Spec.Template = statefulSetTemplate("db:2")
+		fw.Spec.RolloutStrategy.Partition = 2
+		return hubEnv.Client.Update(context.Background(), fw)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	lowest := map[string]int64{}
