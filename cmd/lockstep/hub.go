@@ -60,7 +60,7 @@ func newHubCommand() *cobra.Command {
 	f.DurationVar(&o.probeInterval, "member-probe-interval", membercluster.DefaultProbeInterval, "How often each member cluster is probed (/readyz and discovery).")
 	f.DurationVar(&o.probeTimeout, "member-probe-timeout", membercluster.DefaultProbeTimeout, "Timeout of each request of a member probe.")
 	f.DurationVar(&o.rolloutPoll, "rollout-poll", federatedworkload.DefaultRolloutPoll,
-		"While a FederatedWorkload rolls, how often its members are read when none of its member objects changed (their changes are watched).")
+		"While a FederatedWorkload rolls and one of its member objects is not watched (an unreachable member, a kind not served yet), how often its members are read; while all are watched, their changes run the rounds and the members are read every 30s.")
 	f.IntVar(&o.memberConcurrency, "member-concurrency", federatedworkload.DefaultMemberConcurrency,
 		"How many member reads or writes one FederatedWorkload round makes at once; each has its own timeout.")
 	f.IntVar(&o.concurrentRounds, "concurrent-rounds", federatedworkload.DefaultMaxConcurrentRounds,

@@ -567,6 +567,23 @@ func ready(mc *fleetv1alpha1.MemberCluster) bool {
 	return mc != nil && meta.IsStatusConditionTrue(mc.Status.Conditions, string(fleetv1alpha1.MemberClusterReady))
 }
 
+// nextLoss is how soon the first of clusters that is not Ready reaches the
+// lost timeout (memberLostTimeoutSeconds), 0 when none is on its way there.
+func nextLoss(fw *fleetv1alpha1.FederatedWorkload, clusters []string, mcs map[string]*fleetv1alpha1.MemberCluster, now time.Time) time.Duration {
+	timeout := time.Duration(lostTimeout(fw)) * time.Second
+	var next time.Duration
+	for _, name := range clusters {
+		mc := mcs[name]
+		if mc == nil || ready(mc) || !probedNotReady(mc) {
+			continue
+		}
+		if left := timeout - lostFor(mc, now); left > 0 && (next == 0 || left < next) {
+			next = left
+		}
+	}
+	return next
+}
+
 // lostFor is how long the member has been not Ready (forever when its
 // MemberCluster is gone, 0 while Ready or never probed).
 func lostFor(mc *fleetv1alpha1.MemberCluster, now time.Time) time.Duration {

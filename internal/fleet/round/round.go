@@ -77,9 +77,14 @@ type Input struct {
 	Groups []stages.Group
 	// Now is the clock, for the member lost timeout and condition times.
 	Now time.Time
-	// RolloutPoll is how soon to look again while something moves (member
-	// statuses are polled, not watched); Resync how soon once settled.
+	// RolloutPoll is how soon to look again while something moves and a
+	// member object is not watched; Resync how soon once settled, or while
+	// every member object is watched (Watched).
 	RolloutPoll, Resync time.Duration
+	// Watched: every member object read this round comes from a connection
+	// that watches it, so any change of one runs the next round at once and
+	// the poll is only a safety net.
+	Watched bool
 }
 
 // Observed is what a read of one member found.
@@ -200,13 +205,19 @@ func Plan(in Input) Output {
 	for _, m := range ms {
 		out.Members = append(out.Members, m.MemberView)
 	}
-	// Member statuses are polled: soon while anything moves.
+	// Member statuses are polled: soon while anything moves, unless every
+	// member object is watched (its changes run the rounds).
 	out.Requeue = in.RolloutPoll
-	if plan.Done && !slices.ContainsFunc(ms, func(m *observed) bool { return m.Leaving }) {
+	if in.Watched || plan.Done && !slices.ContainsFunc(ms, func(m *observed) bool { return m.Leaving }) {
 		out.Requeue = in.Resync
 	}
 	if walk != nil && walk.RecheckIn > 0 {
 		out.Requeue = min(out.Requeue, walk.RecheckIn)
+	}
+	// A member that stops answering is lost at its timeout, which no event
+	// announces: look again then.
+	if d := nextLoss(fw, sc.clusters(), sc.mcs, in.Now); d > 0 {
+		out.Requeue = min(out.Requeue, d)
 	}
 	out.Stages = walk
 	return out

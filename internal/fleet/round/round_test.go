@@ -374,6 +374,38 @@ func TestPlan_TheLostTimeoutRunsOnTheRoundsClock(t *testing.T) {
 	}
 }
 
+// The round looks again at the member lost timeout, which no event
+// announces: a second before it, the next round runs a second later, not at
+// the poll or the resync.
+func TestPlan_TheNextRoundComesAtTheLostTimeout(t *testing.T) {
+	fw := withSettledStatus(workload(4), map[string]int32{"a": 2, "b": 2})
+	in := fleetOf(fw, []string{"a", "b"}, map[string]Observed{"a": {Read: true}})
+	in.Watched = true
+	timeout := fleetv1alpha1.DefaultMemberLostTimeoutSeconds * time.Second
+	in.MemberClusters[1] = readyCluster("b", metav1.ConditionFalse, t0.Add(-timeout+time.Second))
+	if out := Plan(in); out.Requeue != time.Second {
+		t.Errorf("requeue %s a second before b is lost, want 1s", out.Requeue)
+	}
+	in.Now = t0.Add(time.Second)
+	if out := Plan(in); out.Requeue != resync {
+		t.Errorf("requeue %s once b is lost (and watched), want the resync %s", out.Requeue, resync)
+	}
+}
+
+// While something moves the members are polled, unless every member object
+// is watched: its changes run the rounds, and the poll is a safety net at the
+// resync.
+func TestPlan_WatchedMembersArePolledAtTheResync(t *testing.T) {
+	in := fleetOf(workload(10), []string{"a", "b"}, map[string]Observed{"a": {Read: true}, "b": {Read: true}})
+	if out := Plan(in); out.Plan.Done || out.Requeue != poll {
+		t.Fatalf("done %v, requeue %s; want a rollout under way, looked at again at the poll %s", out.Plan.Done, out.Requeue, poll)
+	}
+	in.Watched = true
+	if out := Plan(in); out.Requeue != resync {
+		t.Errorf("requeue %s with every member object watched, want the resync %s", out.Requeue, resync)
+	}
+}
+
 // The last round of a workload being deleted deletes its own objects by
 // their preconditions, keeps objects of others and names members it could
 // not reach.

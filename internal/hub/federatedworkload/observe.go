@@ -36,14 +36,18 @@ func (r *Reconciler) observe(ctx context.Context, fw *fleetv1alpha1.FederatedWor
 	read := r.readMembers(ctx, reads)
 	in.Members = make(map[string]round.Observed, len(reads.Clusters))
 	conns := make(map[string]cluster.Cluster, len(reads.Clusters))
+	in.Watched = len(read) > 0
 	for _, m := range read {
 		switch {
 		case m.conn == nil:
+			in.Watched = false
 		case m.err != nil:
 			// Not read is not reachable: the round charges its last grant.
 			ctrl.LoggerFrom(ctx).Info("cannot read member object; charging its last grant", "member", m.name, "error", m.err.Error())
+			in.Watched = false
 		default:
 			in.Members[m.name], conns[m.name] = m.obs, m.conn
+			in.Watched = in.Watched && r.MemberEvents.Watching(m.conn, reads.Kind)
 		}
 	}
 	return in, conns, nil

@@ -46,8 +46,8 @@ const Finalizer = "fleet.lockstep.dev/member-objects"
 // Defaults of the Reconciler's intervals.
 const (
 	// DefaultRolloutPoll is how often members are read while something moves
-	// when nothing else runs a round: a safety net, since a change of a member
-	// object (its status) runs the next round at once (MemberEvents).
+	// and a member object is not watched (MemberEvents.Watching); while all
+	// are, their changes run the rounds and the resync is the safety net.
 	DefaultRolloutPoll = 10 * time.Second
 	// DefaultResync is how often a settled workload's members are read and
 	// their hub-owned fields re-asserted.

@@ -75,12 +75,20 @@ type MemberEvents struct {
 	// pending is when a workload's first member event since its last round
 	// was seen.
 	pending map[types.NamespacedName]time.Time
+	// watching are the informers running, by connection and kind, until
+	// the connection stops.
+	watching map[watchKey]cache.Informer
+}
+
+type watchKey struct {
+	conn cluster.Cluster
+	kind schema.GroupVersionKind
 }
 
 // NewMemberEvents returns a MemberEvents to register with the members
 // registry (AddWatcher) and the Reconciler.
 func NewMemberEvents() *MemberEvents {
-	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}}
+	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}, watching: map[watchKey]cache.Informer{}}
 }
 
 var _ members.Watcher = (*MemberEvents)(nil)
@@ -139,7 +147,30 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 		log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error(), "retryAfter", members.RetryWatch)
 		return false
 	}
+	key := watchKey{conn: c, kind: gvk}
+	e.mu.Lock()
+	e.watching[key] = inf
+	e.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		e.mu.Lock()
+		delete(e.watching, key)
+		e.mu.Unlock()
+	}()
 	return true
+}
+
+// Watching says whether objects of kind are watched through conn, their
+// informer listed (a member that forbids the list never is): a change of one
+// runs its workload's round at once, so rounds need not poll it.
+func (e *MemberEvents) Watching(conn cluster.Cluster, kind schema.GroupVersionKind) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	inf := e.watching[watchKey{conn: conn, kind: kind}]
+	e.mu.Unlock()
+	return inf != nil && inf.HasSynced()
 }
 
 func (e *MemberEvents) enqueue(ctx context.Context, key types.NamespacedName) {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -28,9 +29,10 @@ import (
 
 // startWatchingHub restarts the fleet's hub as `lockstep hub` runs it: the
 // members registry feeds the FederatedWorkload controller the changes of the
-// member objects (federatedworkload.MemberEvents). poll is its RolloutPoll and
-// Resync both, so that a test can make polling too slow to matter.
-func (f *fedFleet) startWatchingHub(poll time.Duration) {
+// member objects (federatedworkload.MemberEvents), with poll its RolloutPoll
+// and resync its Resync (an hour makes them too slow to matter), and now its
+// clock (nil: time.Now), which runs once a round.
+func (f *fedFleet) startWatchingHub(poll, resync time.Duration, now func() time.Time) {
 	f.t.Helper()
 	if f.stopHub != nil {
 		f.stopHub()
@@ -47,7 +49,7 @@ func (f *fedFleet) startWatchingHub(poll time.Duration) {
 		}
 		return (&federatedworkload.Reconciler{
 			Client: mgr.GetClient(), Members: reg, Recorder: mgr.GetEventRecorder("test-federatedworkload"),
-			RolloutPoll: poll, Resync: poll, MemberEvents: events,
+			RolloutPoll: poll, Resync: resync, Now: now, MemberEvents: events,
 		}).SetupWithManager(mgr)
 	})
 	for _, c := range f.clusters {
@@ -61,10 +63,40 @@ func (f *fedFleet) startWatchingHub(poll time.Duration) {
 // Without the watch the first step never comes (the test times out).
 func TestFederatedWorkload_MemberStatusChangeRunsTheNextRound(t *testing.T) {
 	f := newFedFleet(t, "fw-watch", false)
-	f.startWatchingHub(time.Hour)
+	f.startWatchingHub(time.Hour, time.Hour, nil)
 	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
 	f.startRollout()
 	f.rollout(nil)
+}
+
+// A rollout whose member objects are all watched is not polled: while it
+// waits on members that report nothing, no round runs, though the hub's
+// rollout poll is 100 ms. Without the watch's say (Input.Watched) it would
+// run about 30 rounds in the 3 s looked at.
+func TestFederatedWorkload_AWatchedRolloutIsNotPolled(t *testing.T) {
+	f := newFedFleet(t, "fw-nopoll", false)
+	var rounds atomic.Int64
+	f.startWatchingHub(100*time.Millisecond, time.Hour, func() time.Time { rounds.Add(1); return time.Now() })
+	f.createSettledWorkload(10, intstr.FromInt32(2), intstr.FromInt32(1))
+	f.startRollout()
+	// The hub plans the new template; the members, whose controllers the
+	// test plays, do not answer it.
+	eventually(t, fwStepTimeout, "a round of the new template", func() (bool, string) {
+		fw := f.workload()
+		return fw.Status.ObservedGeneration == fw.Generation, fmt.Sprintf("observed %d of %d", fw.Status.ObservedGeneration, fw.Generation)
+	})
+	// Rounds on the echoes of the hub's own member writes may follow; after
+	// those none.
+	before := rounds.Load()
+	window := 3 * time.Second
+	end := time.Now().Add(window)
+	for time.Now().Before(end) {
+		if n := rounds.Load() - before; n > 5 {
+			t.Fatalf("%d rounds within %s of a rollout waiting on watched members: polled", n, window)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d rounds in %s", rounds.Load()-before, window)
 }
 
 // holdingProxy forwards plain HTTP to an apiserver and holds every write
