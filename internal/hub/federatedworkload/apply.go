@@ -52,9 +52,12 @@ func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.
 		}
 		g.Go(func() error {
 			for _, w := range byCluster[name] {
-				if err := writeMember(ctx, conn, w); err != nil {
+				rv, err := writeMember(ctx, conn, w)
+				if err != nil {
 					errs[i] = append(errs[i], fmt.Sprintf("cluster %s: %v", w.Cluster, err))
+					continue
 				}
+				r.MemberEvents.wrote(conn, w.Object, rv)
 			}
 			return nil
 		})
@@ -66,16 +69,18 @@ func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.
 	return nil
 }
 
-func writeMember(ctx context.Context, conn cluster.Cluster, w round.Write) error {
+// writeMember makes one write, and returns the resourceVersion the object
+// has after it ("" after a delete, or when nothing was written).
+func writeMember(ctx context.Context, conn cluster.Cluster, w round.Write) (string, error) {
 	switch w.Op {
 	case round.Create:
 		return createMember(ctx, conn, w)
 	case round.Apply:
 		return applyMember(ctx, conn, w)
 	case round.Delete:
-		return deleteMember(ctx, conn, w)
+		return "", deleteMember(ctx, conn, w)
 	default:
-		return fmt.Errorf("unknown write %q", w.Op)
+		return "", fmt.Errorf("unknown write %q", w.Op)
 	}
 }
 
@@ -83,37 +88,37 @@ func writeMember(ctx context.Context, conn cluster.Cluster, w round.Write) error
 // apply: it fails when the name is taken, so an object someone made since the
 // read is never taken over. The next round reads what holds the name: its own
 // object (a create of an earlier round whose answer was lost) or a conflict.
-func createMember(ctx context.Context, conn cluster.Cluster, w round.Write) error {
+func createMember(ctx context.Context, conn cluster.Cluster, w round.Write) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	obj := memberRequest(w)
 	c := conn.GetClient()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace()}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		return "", fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
 	err := c.Create(ctx, obj, client.FieldOwner(FieldManager))
 	if apierrors.IsAlreadyExists(err) {
 		ctrl.LoggerFrom(ctx).Info("member object made by someone else since the read; the next round reads it",
 			"member", w.Cluster, "kind", obj.GetKind(), "object", obj.GetNamespace()+"/"+obj.GetName())
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("creating %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		return "", fmt.Errorf("creating %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	return nil
+	return obj.GetResourceVersion(), nil
 }
 
 // applyMember writes the hub's fields by server-side apply to the object the
 // round read as the workload's: the object carries its UID (round.Apply).
-func applyMember(ctx context.Context, conn cluster.Cluster, w round.Write) error {
+func applyMember(ctx context.Context, conn cluster.Cluster, w round.Write) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	obj := memberRequest(w)
 	if err := conn.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s/%s (uid %s): %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
+		return "", fmt.Errorf("applying %s %s/%s (uid %s): %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
 	}
-	return nil
+	return obj.GetResourceVersion(), nil // the answer is decoded into obj
 }
 
 // deleteMember deletes the object the round read as the workload's only if

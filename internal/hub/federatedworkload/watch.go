@@ -78,6 +78,10 @@ type MemberEvents struct {
 	// watching are the informers running, by connection and kind, until
 	// the connection stops.
 	watching map[watchKey]cache.Informer
+	// written is the resourceVersion each member object had after the hub's
+	// last write to it, until its event comes: a change the round that made
+	// it planned already, which runs no round of its own.
+	written map[objectKey]string
 }
 
 type watchKey struct {
@@ -85,10 +89,15 @@ type watchKey struct {
 	kind schema.GroupVersionKind
 }
 
+type objectKey struct {
+	watchKey
+	object types.NamespacedName
+}
+
 // NewMemberEvents returns a MemberEvents to register with the members
 // registry (AddWatcher) and the Reconciler.
 func NewMemberEvents() *MemberEvents {
-	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}, watching: map[watchKey]cache.Informer{}}
+	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}, watching: map[watchKey]cache.Informer{}, written: map[objectKey]string{}}
 }
 
 var _ members.Watcher = (*MemberEvents)(nil)
@@ -127,23 +136,7 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 		}
 		return false
 	}
-	on := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		o, ok := obj.(client.Object)
-		if !ok {
-			return
-		}
-		if key, ok := workloadOf(o); ok {
-			e.enqueue(ctx, key)
-		}
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    on,
-		UpdateFunc: func(_, o any) { on(o) },
-		DeleteFunc: on,
-	}); err != nil {
+	if _, err := inf.AddEventHandler(e.handler(ctx, c, gvk)); err != nil {
 		log.Info("cannot watch member objects; the resync reads them", "kind", gvk.Kind, "error", err.Error(), "retryAfter", members.RetryWatch)
 		return false
 	}
@@ -155,9 +148,57 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 		<-ctx.Done()
 		e.mu.Lock()
 		delete(e.watching, key)
+		for k := range e.written {
+			if k.watchKey == key {
+				delete(e.written, k)
+			}
+		}
 		e.mu.Unlock()
 	}()
 	return true
+}
+
+// wrote records that the hub's write left obj at resourceVersion rv in the
+// member of conn.
+func (e *MemberEvents) wrote(conn cluster.Cluster, obj client.Object, rv string) {
+	if e == nil || rv == "" {
+		return
+	}
+	key := objectKey{watchKey{conn, obj.GetObjectKind().GroupVersionKind()}, client.ObjectKeyFromObject(obj)}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.watching[key.watchKey] != nil {
+		e.written[key] = rv
+	}
+}
+
+// echo says whether an update of obj is the hub's own last write to it, and
+// forgets that write. An event that comes before its write is recorded, or a
+// later change, still runs a round.
+func (e *MemberEvents) echo(conn cluster.Cluster, kind schema.GroupVersionKind, obj client.Object) bool {
+	key := objectKey{watchKey{conn, kind}, client.ObjectKeyFromObject(obj)}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rv, ok := e.written[key]
+	if !ok || rv != obj.GetResourceVersion() {
+		return false
+	}
+	delete(e.written, key)
+	return true
+}
+
+// forget drops the record of the hub's last write to a deleted object.
+func (e *MemberEvents) forget(conn cluster.Cluster, kind schema.GroupVersionKind, o any) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.written, objectKey{watchKey{conn, kind}, client.ObjectKeyFromObject(obj)})
 }
 
 // Watching says whether objects of kind are watched through conn, their
@@ -171,6 +212,36 @@ func (e *MemberEvents) Watching(conn cluster.Cluster, kind schema.GroupVersionKi
 	inf := e.watching[watchKey{conn: conn, kind: kind}]
 	e.mu.Unlock()
 	return inf != nil && inf.HasSynced()
+}
+
+// handler runs the round of the workload a member object of kind, watched
+// through conn, belongs to, at each of its changes but the hub's own writes.
+func (e *MemberEvents) handler(ctx context.Context, conn cluster.Cluster, kind schema.GroupVersionKind) toolscache.ResourceEventHandlerFuncs {
+	on := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		o, ok := obj.(client.Object)
+		if !ok {
+			return
+		}
+		if key, ok := workloadOf(o); ok {
+			e.enqueue(ctx, key)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: on,
+		UpdateFunc: func(_, o any) {
+			if obj, ok := o.(client.Object); ok && e.echo(conn, kind, obj) {
+				return
+			}
+			on(o)
+		},
+		DeleteFunc: func(o any) {
+			e.forget(conn, kind, o)
+			on(o)
+		},
+	}
 }
 
 func (e *MemberEvents) enqueue(ctx context.Context, key types.NamespacedName) {

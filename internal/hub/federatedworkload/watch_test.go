@@ -1,11 +1,13 @@
 package federatedworkload
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -58,5 +60,74 @@ func TestMemberEvents_AConnectionKeepsOnlyItsOwnMemberClustersObjects(t *testing
 		if got := sel != nil && sel.Matches(c.labels); got != c.want {
 			t.Errorf("the cache of eu-1 keeps an object labelled %v: %v, want %v", c.labels, got, c.want)
 		}
+	}
+}
+
+// stubConn stands for a member connection: only its identity counts here.
+type stubConn struct {
+	cluster.Cluster
+	name string
+}
+
+// syncedInformer stands for an informer that has listed.
+type syncedInformer struct{ cache.Informer }
+
+func (syncedInformer) HasSynced() bool { return true }
+
+// The event of the hub's own write to a member object runs no round: the
+// round that wrote it planned it. Any other change does: a later one, the
+// same object in another member, a write the hub made through a connection
+// that does not watch, and a deletion.
+func TestMemberEvents_TheHubsOwnWriteRunsNoRound(t *testing.T) {
+	ctx := context.Background()
+	kind := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	a, b := &stubConn{name: "a"}, &stubConn{name: "b"}
+	e := NewMemberEvents()
+	e.watching[watchKey{a, kind}] = syncedInformer{}
+	e.watching[watchKey{b, kind}] = syncedInformer{}
+	if !e.Watching(a, kind) || e.Watching(&stubConn{name: "c"}, kind) {
+		t.Fatal("a is watched, c is not")
+	}
+	at := func(rv string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: rv,
+			Labels: map[string]string{fleetv1alpha1.LabelFederatedWorkload: "shop.web"}}}
+		m.SetGroupVersionKind(kind)
+		return m
+	}
+	rounds := func() int {
+		n := len(e.ch)
+		for range n {
+			<-e.ch
+		}
+		return n
+	}
+	ha, hb := e.handler(ctx, a, kind), e.handler(ctx, b, kind)
+
+	e.wrote(a, at(""), "7")
+	hb.OnUpdate(at("6"), at("7")) // b's object, which the hub did not write at 7
+	if n := rounds(); n != 1 {
+		t.Errorf("an update in b after a write in a ran %d rounds, want 1", n)
+	}
+	ha.OnUpdate(at("6"), at("7"))
+	if n := rounds(); n != 0 {
+		t.Errorf("the echo of the hub's own write ran %d rounds, want none", n)
+	}
+	ha.OnUpdate(at("7"), at("8")) // the member's controller, after it
+	if n := rounds(); n != 1 {
+		t.Errorf("a change after the hub's write ran %d rounds, want 1", n)
+	}
+	ha.OnUpdate(at("6"), at("7")) // the write is forgotten once its echo came
+	if n := rounds(); n != 1 {
+		t.Errorf("an update at a resourceVersion seen before ran %d rounds, want 1", n)
+	}
+	e.wrote(a, at(""), "9")
+	ha.OnDelete(at("9"))
+	if n := rounds(); n != 1 {
+		t.Errorf("a deletion ran %d rounds, want 1", n)
+	}
+	c := &stubConn{name: "c"}
+	e.wrote(c, at(""), "10") // not watched: nothing to wait for
+	if len(e.written) != 0 {
+		t.Errorf("writes remembered: %v, want none after a deletion and a write through an unwatched connection", e.written)
 	}
 }
