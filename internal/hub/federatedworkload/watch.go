@@ -174,7 +174,12 @@ func (e *MemberEvents) wrote(conn cluster.Cluster, obj client.Object, rv string)
 
 // echo says whether an update of obj is the hub's own last write to it, and
 // forgets that write. An event that comes before its write is recorded, or a
-// later change, still runs a round.
+// later change, still runs a round. A write that changed nothing answers
+// with the resourceVersion of the last change before it, whose event is then
+// dropped. The round wrote because what it read differed, so a change since
+// its read set the hub's fields to the hub's values: either the dropped one,
+// which needs no round, or an earlier one, whose event runs a round that
+// reads the later change live.
 func (e *MemberEvents) echo(conn cluster.Cluster, kind schema.GroupVersionKind, obj client.Object) bool {
 	key := objectKey{watchKey{conn, kind}, client.ObjectKeyFromObject(obj)}
 	e.mu.Lock()
