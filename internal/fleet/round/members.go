@@ -574,7 +574,7 @@ func nextLoss(fw *fleetv1alpha1.FederatedWorkload, clusters []string, mcs map[st
 	var next time.Duration
 	for _, name := range clusters {
 		mc := mcs[name]
-		if mc == nil || ready(mc) || !probedNotReady(mc) {
+		if mc == nil || !probedNotReady(mc) {
 			continue
 		}
 		if left := timeout - lostFor(mc, now); left > 0 && (next == 0 || left < next) {

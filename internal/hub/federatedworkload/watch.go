@@ -192,12 +192,19 @@ func (e *MemberEvents) echo(conn cluster.Cluster, kind schema.GroupVersionKind, 
 	return true
 }
 
-// forget drops the record of the hub's last write to a deleted object.
-func (e *MemberEvents) forget(conn cluster.Cluster, kind schema.GroupVersionKind, o any) {
+// objectOf is the object of an informer event, a deletion's last known
+// state included.
+func objectOf(o any) (client.Object, bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
 	obj, ok := o.(client.Object)
+	return obj, ok
+}
+
+// forget drops the record of the hub's last write to a deleted object.
+func (e *MemberEvents) forget(conn cluster.Cluster, kind schema.GroupVersionKind, o any) {
+	obj, ok := objectOf(o)
 	if !ok {
 		return
 	}
@@ -223,10 +230,7 @@ func (e *MemberEvents) Watching(conn cluster.Cluster, kind schema.GroupVersionKi
 // through conn, belongs to, at each of its changes but the hub's own writes.
 func (e *MemberEvents) handler(ctx context.Context, conn cluster.Cluster, kind schema.GroupVersionKind) toolscache.ResourceEventHandlerFuncs {
 	on := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		o, ok := obj.(client.Object)
+		o, ok := objectOf(obj)
 		if !ok {
 			return
 		}
