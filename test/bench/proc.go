@@ -105,3 +105,36 @@ func FlagValue(args []string, name string) (string, bool) {
 	}
 	return v, found
 }
+
+// MachineCPU is the time the machine's CPUs have spent busy since boot, in
+// seconds summed over the CPUs (see busyCPU).
+func MachineCPU() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return busyCPU(string(data))
+}
+
+// busyCPU reads /proc/stat's first line: every state but idle and iowait,
+// and not guest and guest_nice, which user and nice count already.
+func busyCPU(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, errors.New("no cpu line in /proc/stat")
+	}
+	var busy uint64
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	for i, f := range fields[1:] {
+		ticks, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		busy += ticks
+	}
+	return float64(busy) / userHZ, nil
+}

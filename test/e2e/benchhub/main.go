@@ -23,7 +23,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -51,6 +51,7 @@ import (
 	fleetv1alpha1 "github.com/lockstep-dev/lockstep/api/fleet/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/fleet/align"
 	"github.com/lockstep-dev/lockstep/internal/fleet/member"
+	"github.com/lockstep-dev/lockstep/test/bench"
 	"github.com/lockstep-dev/lockstep/test/e2e/fleetenv"
 )
 
@@ -193,6 +194,8 @@ type result struct {
 	// where a grant's time goes: the rounds' wait in the controller's queue
 	// and their own duration
 	queueP50, queueP99, roundP50, roundP99 float64
+	// machine is the CPU the machine's parts used over the rollout.
+	machine cpuSample
 	// roundsRun are the FederatedWorkload rounds over the rollout, grants
 	// those of them that changed grants (the Granted events logged).
 	roundsRun, grants float64
@@ -280,7 +283,7 @@ func phase(ctx context.Context, o options, f *fleetenv.Fleet, binary string, rea
 	if err != nil {
 		return res, err
 	}
-	cpu0, err := cpuSeconds(hub.pid())
+	cpu0, err := sampleCPU(f.Dir, hub.pid())
 	if err != nil {
 		return res, err
 	}
@@ -316,15 +319,14 @@ func phase(ctx context.Context, o options, f *fleetenv.Fleet, binary string, rea
 	<-cpuProfile
 	logf("  %d/%d rollouts complete in %s", res.completed, o.workloads, res.rollout.Round(time.Second))
 
-	cpu1, err := cpuSeconds(hub.pid())
+	cpu1, err := sampleCPU(f.Dir, hub.pid())
 	if err != nil {
 		return res, err
 	}
-	res.cpuRollout = cpu1 - cpu0
-	res.cpuPhase = cpu1
-	if res.peakRSS, err = peakRSS(hub.pid()); err != nil {
-		return res, err
-	}
+	res.cpuRollout = cpu1.hub - cpu0.hub
+	res.cpuPhase = cpu1.hub
+	res.machine = cpu1.minus(cpu0)
+	res.peakRSS = int64(cpu1.hubPeakRSS)
 	after, err := scrape(hub.metricsURL)
 	if err != nil {
 		return res, err
@@ -622,34 +624,57 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
-// cpuSeconds is the user and system CPU time of process pid.
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name in parentheses: state is field 3; utime
-	// and stime are fields 14 and 15.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100, nil // USER_HZ is 100 on Linux
+// cpuSample is the CPU time, in seconds, the parts of the bench's machine
+// have used by one moment: the hub, the hub's control plane (its apiserver,
+// etcd and controller manager), the members' control planes (with kwok and
+// the scheduler) and the whole machine. It tells a slow grant that waited
+// on the hub from one that waited for the machine.
+type cpuSample struct {
+	hub, hubPlane, members, machine float64
+	hubPeakRSS                      uint64
 }
 
-// peakRSS is VmHWM of process pid.
-func peakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// sampleCPU reads the hub's process and every process kwokctl recorded for
+// the fleet's clusters (<fleet dir>/<hub|mN>/kwok/clusters/*/pids).
+func sampleCPU(fleetDir string, hubPID int) (cpuSample, error) {
+	var s cpuSample
+	hub, err := bench.ReadProc(hubPID)
 	if err != nil {
-		return 0, err
+		return s, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
+	s.hub, s.hubPeakRSS = hub.CPU, hub.PeakRSS
+	pids, err := filepath.Glob(filepath.Join(fleetDir, "*", "kwok", "clusters", "*", "pids", "*.pid"))
+	if err != nil {
+		return s, err
+	}
+	for _, path := range pids {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return s, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", path, err)
+		}
+		p, err := bench.ReadProc(pid)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", path, err)
+		}
+		rel, _ := filepath.Rel(fleetDir, path)
+		if strings.HasPrefix(rel, "hub"+string(filepath.Separator)) {
+			s.hubPlane += p.CPU
+		} else {
+			s.members += p.CPU
 		}
 	}
-	return 0, errors.New("no VmHWM")
+	s.machine, err = bench.MachineCPU()
+	return s, err
+}
+
+// minus is the CPU used between an earlier sample and s.
+func (s cpuSample) minus(earlier cpuSample) cpuSample {
+	return cpuSample{hub: s.hub - earlier.hub, hubPlane: s.hubPlane - earlier.hubPlane,
+		members: s.members - earlier.members, machine: s.machine - earlier.machine}
 }
 
 func fileSize(path string) (int64, error) {
@@ -811,6 +836,13 @@ func printResults(o options, rs []result) {
 	for _, r := range rs {
 		fmt.Printf("%d clusters, where a grant's time goes (FederatedWorkload rounds over the rollout): wait in the queue p50 %.0fms p99 %.0fms (%.0f%% over 1 s; its buckets are 1 s and 10 s apart); a round itself p50 %.0fms p99 %.0fms; %.0f rounds, %.0f of them granted\n",
 			r.clusters, r.queueP50*1000, r.queueP99*1000, r.queueOver1s*100, r.roundP50*1000, r.roundP99*1000, r.roundsRun, r.grants)
+	}
+	for _, r := range rs {
+		capacity := float64(goruntime.NumCPU()) * r.rollout.Seconds()
+		m := r.machine
+		fmt.Printf("%d clusters, the machine's CPU over the rollout (%d CPUs, %s): %.0f%% busy; the hub %.0f%%, the hub's apiserver, etcd and controller manager %.0f%%, the %d members' control planes and kwok %.0f%%, the rest (the bench, other processes) %.0f%%\n",
+			r.clusters, goruntime.NumCPU(), r.rollout.Round(time.Second), 100*m.machine/capacity, 100*m.hub/capacity, 100*m.hubPlane/capacity,
+			realMembers, 100*m.members/capacity, 100*(m.machine-m.hub-m.hubPlane-m.members)/capacity)
 	}
 	fmt.Println("targets: every rollout within 1.5x its ideal rounds; member-event-to-grant p99 under 2s; hub RSS under 2 GB")
 }
