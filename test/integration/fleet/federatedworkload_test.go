@@ -558,7 +558,14 @@ func budget(ds []dep) (unavailable, surge int64) {
 	for _, d := range ds {
 		u := d.replicas - d.stAvl
 		s := d.stReplicas - d.replicas
-		if !d.paused {
+		// A member whose every pod runs the newest template, as its
+		// controller has seen its spec, has no pod left to make or take
+		// down: its limits cannot be spent, so only what it has down or
+		// above its share counts (as the hub charges it). The round that
+		// pauses it may grant the next member, and the two writes go out
+		// side by side: the grant can land first.
+		finished := d.image == newImage && d.observed == d.generation && d.stUpdated >= d.replicas
+		if !d.paused && !finished {
 			u = max(u, min(d.mu, d.replicas))
 			s = max(s, d.ms)
 		}
