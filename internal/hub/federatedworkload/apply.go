@@ -52,12 +52,12 @@ func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.
 		}
 		g.Go(func() error {
 			for _, w := range byCluster[name] {
+				r.MemberEvents.writing(conn, w.Object)
 				rv, err := writeMember(ctx, conn, w)
+				r.MemberEvents.wrote(ctx, conn, w.Object, rv)
 				if err != nil {
 					errs[i] = append(errs[i], fmt.Sprintf("cluster %s: %v", w.Cluster, err))
-					continue
 				}
-				r.MemberEvents.wrote(conn, w.Object, rv)
 			}
 			return nil
 		})

@@ -2,6 +2,7 @@ package federatedworkload
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +83,19 @@ type MemberEvents struct {
 	// last write to it, until its event comes: a change the round that made
 	// it planned already, which runs no round of its own.
 	written map[objectKey]string
+	// inflight are the member objects being written, with the update events
+	// that came before the write's answer. On a busy member that is most of
+	// them: the event carries the object's metadata, the answer the whole
+	// object. They are held until the answer says whether they were its echo.
+	inflight map[objectKey]*held
+}
+
+// held are the update events of an object seen while the hub wrote it.
+type held struct {
+	// versions are their resourceVersions, first the earliest.
+	versions []string
+	// seen is when the first came.
+	seen time.Time
 }
 
 type watchKey struct {
@@ -97,7 +111,8 @@ type objectKey struct {
 // NewMemberEvents returns a MemberEvents to register with the members
 // registry (AddWatcher) and the Reconciler.
 func NewMemberEvents() *MemberEvents {
-	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}, watching: map[watchKey]cache.Informer{}, written: map[objectKey]string{}}
+	return &MemberEvents{ch: make(chan event.GenericEvent, 1024), pending: map[types.NamespacedName]time.Time{}, watching: map[watchKey]cache.Informer{}, written: map[objectKey]string{},
+		inflight: map[objectKey]*held{}}
 }
 
 var _ members.Watcher = (*MemberEvents)(nil)
@@ -158,32 +173,69 @@ func (e *MemberEvents) watch(ctx context.Context, log logr.Logger, c cluster.Clu
 	return true
 }
 
-// wrote records that the hub's write left obj at resourceVersion rv in the
-// member of conn.
-func (e *MemberEvents) wrote(conn cluster.Cluster, obj client.Object, rv string) {
-	if e == nil || rv == "" {
+// writing says the hub is about to write obj in the member of conn: its
+// update events wait for the write's answer (wrote).
+func (e *MemberEvents) writing(conn cluster.Cluster, obj client.Object) {
+	if e == nil {
 		return
 	}
-	key := objectKey{watchKey{conn, obj.GetObjectKind().GroupVersionKind()}, client.ObjectKeyFromObject(obj)}
+	key := keyOf(conn, obj)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.watching[key.watchKey] != nil {
-		e.written[key] = rv
+		e.inflight[key] = &held{}
 	}
 }
 
-// echo says whether an update of obj is the hub's own last write to it, and
-// forgets that write. An event that comes before its write is recorded, or a
-// later change, still runs a round. A write that changed nothing answers
-// with the resourceVersion of the last change before it, whose event is then
-// dropped. The round wrote because what it read differed, so a change since
-// its read set the hub's fields to the hub's values: either the dropped one,
-// which needs no round, or an earlier one, whose event runs a round that
-// reads the later change live.
+// wrote takes the answer of the write of obj begun with writing: the
+// resourceVersion rv it left the object at, "" when it failed or left no
+// object. An update event held meanwhile at rv was the write's echo and
+// runs no round; any other held event runs one now. When none came, the
+// echo is still to come, and is dropped then (echo).
+func (e *MemberEvents) wrote(ctx context.Context, conn cluster.Cluster, obj client.Object, rv string) {
+	if e == nil {
+		return
+	}
+	key := keyOf(conn, obj)
+	e.mu.Lock()
+	h := e.inflight[key]
+	delete(e.inflight, key)
+	if rv != "" && e.watching[key.watchKey] != nil && (h == nil || !slices.Contains(h.versions, rv)) {
+		e.written[key] = rv
+	}
+	e.mu.Unlock()
+	if h == nil || !slices.ContainsFunc(h.versions, func(v string) bool { return v != rv }) {
+		return
+	}
+	if w, ok := workloadOf(obj); ok {
+		e.enqueue(ctx, w, h.seen)
+	}
+}
+
+func keyOf(conn cluster.Cluster, obj client.Object) objectKey {
+	return objectKey{watchKey{conn, obj.GetObjectKind().GroupVersionKind()}, client.ObjectKeyFromObject(obj)}
+}
+
+// echo says whether an update of obj is the hub's own: the echo of its last
+// write, which it forgets then, or an event that comes while the hub writes
+// obj, held until the write's answer (wrote). A later change still runs a
+// round. A write that changed nothing answers with the resourceVersion of
+// the last change before it, whose event is then dropped. The round wrote
+// because what it read differed, so a change since its read set the hub's
+// fields to the hub's values: either the dropped one, which needs no round,
+// or an earlier one, whose event runs a round that reads the later change
+// live.
 func (e *MemberEvents) echo(conn cluster.Cluster, kind schema.GroupVersionKind, obj client.Object) bool {
 	key := objectKey{watchKey{conn, kind}, client.ObjectKeyFromObject(obj)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if h := e.inflight[key]; h != nil {
+		if len(h.versions) == 0 {
+			h.seen = time.Now()
+		}
+		h.versions = append(h.versions, obj.GetResourceVersion())
+		return true
+	}
 	rv, ok := e.written[key]
 	if !ok || rv != obj.GetResourceVersion() {
 		return false
@@ -235,7 +287,7 @@ func (e *MemberEvents) handler(ctx context.Context, conn cluster.Cluster, kind s
 			return
 		}
 		if key, ok := workloadOf(o); ok {
-			e.enqueue(ctx, key)
+			e.enqueue(ctx, key, time.Now())
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
@@ -253,10 +305,11 @@ func (e *MemberEvents) handler(ctx context.Context, conn cluster.Cluster, kind s
 	}
 }
 
-func (e *MemberEvents) enqueue(ctx context.Context, key types.NamespacedName) {
+// enqueue runs the round of workload key for a member event seen at seen.
+func (e *MemberEvents) enqueue(ctx context.Context, key types.NamespacedName, seen time.Time) {
 	e.mu.Lock()
-	if _, ok := e.pending[key]; !ok {
-		e.pending[key] = time.Now()
+	if first, ok := e.pending[key]; !ok || seen.Before(first) {
+		e.pending[key] = seen
 	}
 	e.mu.Unlock()
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}

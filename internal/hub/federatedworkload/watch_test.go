@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -103,7 +105,7 @@ func TestMemberEvents_TheHubsOwnWriteRunsNoRound(t *testing.T) {
 	}
 	ha, hb := e.handler(ctx, a, kind), e.handler(ctx, b, kind)
 
-	e.wrote(a, at(""), "7")
+	e.wrote(ctx, a, at(""), "7")
 	hb.OnUpdate(at("6"), at("7")) // b's object, which the hub did not write at 7
 	if n := rounds(); n != 1 {
 		t.Errorf("an update in b after a write in a ran %d rounds, want 1", n)
@@ -120,14 +122,86 @@ func TestMemberEvents_TheHubsOwnWriteRunsNoRound(t *testing.T) {
 	if n := rounds(); n != 1 {
 		t.Errorf("an update at a resourceVersion seen before ran %d rounds, want 1", n)
 	}
-	e.wrote(a, at(""), "9")
+	e.wrote(ctx, a, at(""), "9")
 	ha.OnDelete(at("9"))
 	if n := rounds(); n != 1 {
 		t.Errorf("a deletion ran %d rounds, want 1", n)
 	}
 	c := &stubConn{name: "c"}
-	e.wrote(c, at(""), "10") // not watched: nothing to wait for
+	e.wrote(ctx, c, at(""), "10") // not watched: nothing to wait for
 	if len(e.written) != 0 {
 		t.Errorf("writes remembered: %v, want none after a deletion and a write through an unwatched connection", e.written)
+	}
+}
+
+// Under load the event of the hub's write often comes before the write's
+// answer (the event carries metadata, the answer the whole object). Events
+// that come while the hub writes an object wait for the answer: its echo
+// runs no round, any other change runs one, and so does any event when the
+// write failed.
+func TestMemberEvents_AnEchoBeforeTheWritesAnswerRunsNoRound(t *testing.T) {
+	ctx := context.Background()
+	kind := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	a := &stubConn{name: "a"}
+	e := NewMemberEvents()
+	e.watching[watchKey{a, kind}] = syncedInformer{}
+	key := types.NamespacedName{Namespace: "shop", Name: "web"}
+	at := func(rv string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: rv,
+			Labels: map[string]string{fleetv1alpha1.LabelFederatedWorkload: "shop.web"}}}
+		m.SetGroupVersionKind(kind)
+		return m
+	}
+	rounds := func() int {
+		n := len(e.ch)
+		for range n {
+			<-e.ch
+		}
+		return n
+	}
+	ha := e.handler(ctx, a, kind)
+
+	e.writing(a, at(""))
+	ha.OnUpdate(at("6"), at("7")) // the echo, before the answer
+	if n := rounds(); n != 0 {
+		t.Errorf("an event while the hub writes ran %d rounds before the answer, want none", n)
+	}
+	e.wrote(ctx, a, at(""), "7")
+	if n := rounds(); n != 0 {
+		t.Errorf("the echo that came before the write's answer ran %d rounds, want none", n)
+	}
+	ha.OnUpdate(at("7"), at("8")) // the member's controller, after it
+	if n := rounds(); n != 1 {
+		t.Errorf("a change after the hub's write ran %d rounds, want 1", n)
+	}
+	e.take(key)
+
+	e.writing(a, at(""))
+	ha.OnUpdate(at("8"), at("9")) // someone else's change, during the write
+	seen := time.Now()
+	ha.OnUpdate(at("9"), at("10")) // the echo
+	e.wrote(ctx, a, at(""), "10")
+	if n := rounds(); n != 1 {
+		t.Errorf("another change during the hub's write ran %d rounds, want 1", n)
+	}
+	if first, ok := e.take(key); !ok || first.After(seen) {
+		t.Errorf("the round's member event was seen at %v (%v), want when the held event came, before %v", first, ok, seen)
+	}
+
+	e.writing(a, at(""))
+	ha.OnUpdate(at("10"), at("11"))
+	e.wrote(ctx, a, at(""), "") // the write failed
+	if n := rounds(); n != 1 {
+		t.Errorf("an event during a write that failed ran %d rounds, want 1", n)
+	}
+
+	e.writing(a, at(""))
+	e.wrote(ctx, a, at(""), "12") // the answer first, as before
+	ha.OnUpdate(at("11"), at("12"))
+	if n := rounds(); n != 0 {
+		t.Errorf("the echo after the write's answer ran %d rounds, want none", n)
+	}
+	if len(e.inflight) != 0 || len(e.written) != 0 {
+		t.Errorf("writes remembered after their echoes: in flight %v, written %v", e.inflight, e.written)
 	}
 }
