@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -90,19 +91,7 @@ func TestMemberEvents_TheHubsOwnWriteRunsNoRound(t *testing.T) {
 	if !e.Watching(a, kind) || e.Watching(&stubConn{name: "c"}, kind) {
 		t.Fatal("a is watched, c is not")
 	}
-	at := func(rv string) *metav1.PartialObjectMetadata {
-		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: rv,
-			Labels: map[string]string{fleetv1alpha1.LabelFederatedWorkload: "shop.web"}}}
-		m.SetGroupVersionKind(kind)
-		return m
-	}
-	rounds := func() int {
-		n := len(e.ch)
-		for range n {
-			<-e.ch
-		}
-		return n
-	}
+	at, rounds := webAt(kind), roundsOf(e)
 	ha, hb := e.handler(ctx, a, kind), e.handler(ctx, b, kind)
 
 	e.wrote(ctx, a, at(""), "7")
@@ -146,19 +135,7 @@ func TestMemberEvents_AnEchoBeforeTheWritesAnswerRunsNoRound(t *testing.T) {
 	e := NewMemberEvents()
 	e.watching[watchKey{a, kind}] = syncedInformer{}
 	key := types.NamespacedName{Namespace: "shop", Name: "web"}
-	at := func(rv string) *metav1.PartialObjectMetadata {
-		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: rv,
-			Labels: map[string]string{fleetv1alpha1.LabelFederatedWorkload: "shop.web"}}}
-		m.SetGroupVersionKind(kind)
-		return m
-	}
-	rounds := func() int {
-		n := len(e.ch)
-		for range n {
-			<-e.ch
-		}
-		return n
-	}
+	at, rounds := webAt(kind), roundsOf(e)
 	ha := e.handler(ctx, a, kind)
 
 	e.writing(a, at(""))
@@ -203,5 +180,27 @@ func TestMemberEvents_AnEchoBeforeTheWritesAnswerRunsNoRound(t *testing.T) {
 	}
 	if len(e.inflight) != 0 || len(e.written) != 0 {
 		t.Errorf("writes remembered after their echoes: in flight %v, written %v", e.inflight, e.written)
+	}
+}
+
+// webAt is the member object of workload shop/web, of kind, at a
+// resourceVersion.
+func webAt(kind schema.GroupVersionKind) func(rv string) *metav1.PartialObjectMetadata {
+	return func(rv string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: rv,
+			Labels: map[string]string{fleetv1alpha1.LabelFederatedWorkload: "shop.web"}}}
+		m.SetGroupVersionKind(kind)
+		return m
+	}
+}
+
+// roundsOf counts the rounds e queued since it last counted.
+func roundsOf(e *MemberEvents) func() int {
+	return func() int {
+		n := len(e.ch)
+		for range n {
+			<-e.ch
+		}
+		return n
 	}
 }
