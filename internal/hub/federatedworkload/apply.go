@@ -52,10 +52,7 @@ func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.
 		}
 		g.Go(func() error {
 			for _, w := range byCluster[name] {
-				r.MemberEvents.writing(conn, w.Object)
-				rv, err := writeMember(ctx, conn, w)
-				r.MemberEvents.wrote(ctx, conn, w.Object, rv)
-				if err != nil {
+				if err := r.writeHeld(ctx, conn, w); err != nil {
 					errs[i] = append(errs[i], fmt.Sprintf("cluster %s: %v", w.Cluster, err))
 				}
 			}
@@ -67,6 +64,16 @@ func (r *Reconciler) writeMembers(ctx context.Context, conns map[string]cluster.
 		return fmt.Errorf("writing member objects: %s", strings.Join(all, "; "))
 	}
 	return nil
+}
+
+// writeHeld makes one write, the object's member events held until its
+// answer (MemberEvents.writing, wrote); released even if the write panics.
+func (r *Reconciler) writeHeld(ctx context.Context, conn cluster.Cluster, w round.Write) (err error) {
+	var rv string
+	r.MemberEvents.writing(conn, w.Object)
+	defer func() { r.MemberEvents.wrote(ctx, conn, w.Object, rv) }()
+	rv, err = writeMember(ctx, conn, w)
+	return err
 }
 
 // writeMember makes one write, and returns the resourceVersion the object
