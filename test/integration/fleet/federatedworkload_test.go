@@ -575,6 +575,34 @@ func budget(ds []dep) (unavailable, surge int64) {
 	return unavailable, surge
 }
 
+// The budget check charges an unpaused member its limits while it has pods
+// left to replace, or while its controller has not seen its spec; only a
+// member whose every pod runs the newest template is charged what it has
+// down and above its share.
+func TestBudget_ChargesLimitsUntilAMemberHasNothingLeftToReplace(t *testing.T) {
+	finished := dep{exists: true, generation: 5, observed: 5, replicas: 5, mu: 2, ms: 1, image: newImage, stReplicas: 5, stUpdated: 5, stAvl: 5}
+	midway := finished
+	midway.stUpdated = 3
+	unseen := finished
+	unseen.generation = 6
+	oldTemplate := finished
+	oldTemplate.image = "web:1"
+	for _, c := range []struct {
+		name         string
+		d            dep
+		wantU, wantS int64
+	}{
+		{"finished", finished, 0, 0},
+		{"pods left to replace", midway, 2, 1},
+		{"spec not yet seen", unseen, 2, 1},
+		{"older template", oldTemplate, 2, 1},
+	} {
+		if u, s := budget([]dep{c.d}); u != c.wantU || s != c.wantS {
+			t.Errorf("%s: charged %d unavailable and %d surge, want %d and %d", c.name, u, s, c.wantU, c.wantS)
+		}
+	}
+}
+
 // rollout plays both members' Deployment controllers until the workload
 // completes: a member that has observed its spec and may move replaces up to
 // maxUnavailable+maxSurge pods (they are unavailable, and surge above its
