@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -290,6 +291,10 @@ func lockstepFigures(ctx context.Context, out *bytes.Buffer, start operatorScrap
 		fmtSeconds(served.quantile(0.5)), fmtSeconds(served.quantile(0.99)))
 	fmt.Fprintf(out, "    operator writes (its own count)  %.0f (%.2f per pod created, rolled and deleted)%s\n",
 		end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
+	// The pods' bucket paces a roll at scale: its writes over the client's
+	// QPS are the least time they could take.
+	fmt.Fprintf(out, "    operator pod writes by verb  %s; its writes the apiserver refused, by method and code  %s\n",
+		end.podWrites.minus(start.podWrites), end.refused.minus(start.refused))
 }
 
 // clientQPS says the client rate limits of kube-controller-manager and the
@@ -737,6 +742,36 @@ type operatorScrape struct {
 	// (rest_client_request_duration_seconds); throttled how long its
 	// requests waited for its own rate limit first.
 	requests, throttled histogram
+	// podWrites are its pod writes by verb (lockstep_client_writes_total):
+	// what went through its pods' rate-limit bucket. refused are its writes
+	// the apiserver answered with an error, by method and code
+	// (rest_client_requests_total): each took its place in a bucket.
+	podWrites, refused counts
+}
+
+// counts are counters by a label's value.
+type counts map[string]float64
+
+func (c counts) minus(earlier counts) counts {
+	out := counts{}
+	for k, v := range c {
+		if d := v - earlier[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (c counts) String() string {
+	if len(c) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(c))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, c[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // histogram is a latency histogram summed over its series (every controller,
@@ -793,23 +828,23 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 		requests:  sumHistograms(families, "rest_client_request_duration_seconds", isWriteVerb),
 		throttled: sumHistograms(families, "rest_client_rate_limiter_duration_seconds", nil),
 	}
-	if f, ok := families["rest_client_requests_total"]; ok {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" && l.GetValue() != http.MethodGet {
-					s.writes += m.GetCounter().GetValue()
-				}
-			}
+	s.refused = counts{}
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		l := labelsOf(m)
+		if l["method"] == http.MethodGet {
+			continue
+		}
+		s.writes += m.GetCounter().GetValue()
+		if code := l["code"]; code == "" || code[0] != '2' {
+			s.refused[l["method"]+" "+code] += m.GetCounter().GetValue()
 		}
 	}
-	s.byResource = bench.Writes{}
-	if f, ok := families["lockstep_client_writes_total"]; ok {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" {
-					s.byResource[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
+	s.byResource, s.podWrites = bench.Writes{}, counts{}
+	for _, m := range families["lockstep_client_writes_total"].GetMetric() {
+		l := labelsOf(m)
+		s.byResource[l["resource"]] += m.GetCounter().GetValue()
+		if l["resource"] == "pods" {
+			s.podWrites[l["verb"]] += m.GetCounter().GetValue()
 		}
 	}
 	s.eventWrites = s.byResource.Events()
@@ -836,11 +871,7 @@ func sumHistograms(families map[string]*dto.MetricFamily, name string, keep func
 		return h
 	}
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if keep != nil && !keep(labels) {
+		if keep != nil && !keep(labelsOf(m)) {
 			continue
 		}
 		for _, b := range m.GetHistogram().GetBucket() {
@@ -848,6 +879,15 @@ func sumHistograms(families map[string]*dto.MetricFamily, name string, keep func
 		}
 	}
 	return h
+}
+
+// labelsOf is a series' labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	l := make(map[string]string, len(m.GetLabel()))
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
 }
 
 // scrapeAPIServerWrites is the apiserver's own latency of every write it
