@@ -74,9 +74,13 @@ func ScrapeWrites(ctx context.Context, cfg *rest.Config) (Writes, error) {
 }
 
 // Minus is what happened between an earlier scrape and this one.
-func (w Writes) Minus(earlier Writes) Writes {
-	out := Writes{}
-	for k, v := range w {
+func (w Writes) Minus(earlier Writes) Writes { return Growth(w, earlier) }
+
+// Growth is what counters by name rose by since an earlier reading: the
+// names that rose, with how much.
+func Growth[M ~map[string]float64](now, earlier M) M {
+	out := M{}
+	for k, v := range now {
 		if d := v - earlier[k]; d > 0 {
 			out[k] = d
 		}

@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 // A settled cluster's window counts every write the operator made but the
 // Event writes of series it recorded before the window.
@@ -22,5 +25,21 @@ func TestSplitSettled_TellsLateEventSeriesFromTheWindowsOwnWrites(t *testing.T) 
 		if settled != c.settled || late != c.late {
 			t.Errorf("%s: SplitSettled(%v, %v) = %v settled, %v late; want %v, %v", c.name, c.wrote, c.recorded, settled, late, c.settled, c.late)
 		}
+	}
+}
+
+func TestGrowth_KeepsOnlyWhatRose(t *testing.T) {
+	earlier := Writes{"pods": 10, "services": 4, "leases.coordination.k8s.io": 7}
+	now := Writes{"pods": 25, "services": 4, "leases.coordination.k8s.io": 3, "events": 2}
+	got := now.Minus(earlier)
+	// services stood still; the leases counter fell (a restarted
+	// apiserver): neither rose, so neither is a write of the window.
+	want := Writes{"pods": 15, "events": 2}
+	if !maps.Equal(got, want) {
+		t.Errorf("Minus = %v, want %v", got, want)
+	}
+	type byVerb map[string]float64
+	if got := Growth(byVerb{"POST": 3}, byVerb{}); !maps.Equal(got, byVerb{"POST": 3}) {
+		t.Errorf("Growth from nothing = %v, want every counter", got)
 	}
 }

@@ -294,7 +294,7 @@ func lockstepFigures(ctx context.Context, out *bytes.Buffer, start operatorScrap
 	// The pods' bucket paces a roll at scale: its writes over the client's
 	// QPS are the least time they could take.
 	fmt.Fprintf(out, "    operator pod writes by verb  %s; its writes the apiserver refused, by method and code  %s\n",
-		end.podWrites.minus(start.podWrites), end.refused.minus(start.refused))
+		bench.Growth(end.podWrites, start.podWrites), bench.Growth(end.refused, start.refused))
 }
 
 // clientQPS says the client rate limits of kube-controller-manager and the
@@ -751,16 +751,6 @@ type operatorScrape struct {
 
 // counts are counters by a label's value.
 type counts map[string]float64
-
-func (c counts) minus(earlier counts) counts {
-	out := counts{}
-	for k, v := range c {
-		if d := v - earlier[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
 
 func (c counts) String() string {
 	if len(c) == 0 {
