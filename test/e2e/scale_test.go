@@ -293,8 +293,8 @@ func lockstepFigures(ctx context.Context, out *bytes.Buffer, start operatorScrap
 		end.writes-start.writes, (end.writes-start.writes)/float64(total), settled)
 	// The pods' bucket paces a roll at scale: its writes over the client's
 	// QPS are the least time they could take.
-	fmt.Fprintf(out, "    operator pod writes by verb  %s; its writes the apiserver refused, by method and code  %s\n",
-		bench.Growth(end.podWrites, start.podWrites), bench.Growth(end.refused, start.refused))
+	fmt.Fprintf(out, "    operator pod writes by verb  %s; its writes that failed, by method and code  %s\n",
+		bench.Growth(end.podWrites, start.podWrites), bench.Growth(end.failed, start.failed))
 }
 
 // clientQPS says the client rate limits of kube-controller-manager and the
@@ -743,10 +743,11 @@ type operatorScrape struct {
 	// requests waited for its own rate limit first.
 	requests, throttled histogram
 	// podWrites are its pod writes by verb (lockstep_client_writes_total):
-	// what went through its pods' rate-limit bucket. refused are its writes
-	// the apiserver answered with an error, by method and code
-	// (rest_client_requests_total): each took its place in a bucket.
-	podWrites, refused counts
+	// what went through its pods' rate-limit bucket. failed are its writes
+	// that did not succeed, by method and code (rest_client_requests_total:
+	// the apiserver's error code, or "<error>" when no answer came): each
+	// took its place in a bucket all the same.
+	podWrites, failed counts
 }
 
 // counts are counters by a label's value.
@@ -818,7 +819,7 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 		requests:  sumHistograms(families, "rest_client_request_duration_seconds", isWriteVerb),
 		throttled: sumHistograms(families, "rest_client_rate_limiter_duration_seconds", nil),
 	}
-	s.refused = counts{}
+	s.failed = counts{}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
 		l := labelsOf(m)
 		if l["method"] == http.MethodGet {
@@ -826,7 +827,7 @@ func scrapeOperator(ctx context.Context) (operatorScrape, error) {
 		}
 		s.writes += m.GetCounter().GetValue()
 		if code := l["code"]; code == "" || code[0] != '2' {
-			s.refused[l["method"]+" "+code] += m.GetCounter().GetValue()
+			s.failed[l["method"]+" "+code] += m.GetCounter().GetValue()
 		}
 	}
 	s.byResource, s.podWrites = bench.Writes{}, counts{}
